@@ -1,0 +1,39 @@
+# kwx — two commands on a fresh machine: `make run` (the service on an embedded PostgreSQL)
+# and `make test` (the whole suite). The Makefile builds its own virtualenv in .venv.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: run test lint bench openapi clean install
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/kwx serve --host $(HOST) --port $(PORT)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check domain services projections tests
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench
+
+openapi: $(STAMP)
+	$(BIN)/kwx openapi > openapi/openapi.json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,210 @@
+"""The events of a table, exactly as on the wire (CONTRACT.md §1).
+
+Every event is a frozen msgspec Struct tagged by ``type``. Unknown types and unknown fields are
+rejected; a bad value is reported with the JSON path of the field (``$.hands[1][3]``). Decoding is
+done by decoders built once, here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from domain.tiles import TileStr
+
+Seat = Annotated[int, Meta(ge=0, le=2)]
+EventId = Annotated[str, Meta(min_length=1, max_length=64)]
+# RFC 3339: date, 'T' (or 't' / space), time, optional fraction, 'Z' or an offset.
+Rfc3339 = Annotated[
+    str,
+    Meta(
+        pattern=r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$",
+        max_length=64,
+    ),
+]
+PlayerId = Annotated[str, Meta(min_length=1, max_length=64)]
+Sha256Hex = Annotated[str, Meta(pattern=r"^[0-9a-fA-F]{64}$")]
+TableId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+
+WALL_SIZE = 44
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", forbid_unknown_fields=True):
+    id: EventId
+    at: Rfc3339 | None = None
+
+
+class TableOpened(_Event, tag="table_opened"):
+    players: Annotated[list[PlayerId], Meta(min_length=3, max_length=3)]
+    rules: dict[str, Any] = msgspec.field(default_factory=lambda: {"preset": "default"})
+    base: Annotated[int, Meta(ge=1, le=1_000_000)] = 1
+    violations: Literal["reject", "record"] = "reject"
+
+
+class HandStarted(_Event, tag="hand_started"):
+    hand: Annotated[int, Meta(ge=1)]
+    dealer: Seat
+    hands: Annotated[list[Annotated[list[TileStr], Meta(min_length=13, max_length=14)]], Meta(min_length=3, max_length=3)]
+    wall: Annotated[list[TileStr], Meta(min_length=WALL_SIZE, max_length=WALL_SIZE)] | None = None
+    wall_sha256: Sha256Hex | None = None
+    dice: Annotated[list[Annotated[int, Meta(ge=1, le=6)]], Meta(min_length=2, max_length=2)] | None = None
+    piao: Annotated[list[Annotated[int, Meta(ge=0, le=1000)]], Meta(min_length=3, max_length=3)] | None = None
+
+
+class TileDrawn(_Event, tag="tile_drawn"):
+    seat: Seat
+    tile: TileStr
+
+
+class TileDiscarded(_Event, tag="tile_discarded"):
+    seat: Seat
+    tile: TileStr
+
+
+class Peng(_Event, tag="peng"):
+    seat: Seat
+    tile: TileStr
+
+
+class Kong(_Event, tag="kong"):
+    seat: Seat
+    tile: TileStr
+    kind: Literal["concealed", "added", "exposed"]
+
+
+class LiangDao(_Event, tag="liang_dao"):
+    seat: Seat
+    discard: TileStr
+    hidden: Annotated[list[TileStr], Meta(max_length=4)] = msgspec.field(default_factory=list)
+
+
+class Hu(_Event, tag="hu"):
+    winners: Annotated[list[Seat], Meta(min_length=1, max_length=2)]
+    tile: TileStr
+    from_: Seat | None = msgspec.field(name="from")
+
+
+class HandExhausted(_Event, tag="hand_exhausted"):
+    pass
+
+
+class HandAborted(_Event, tag="hand_aborted"):
+    reason: Annotated[str, Meta(min_length=1, max_length=500)]
+
+
+class MaDrawn(_Event, tag="ma_drawn"):
+    tile: TileStr
+
+
+class WallRevealed(_Event, tag="wall_revealed"):
+    wall: Annotated[list[TileStr], Meta(min_length=WALL_SIZE, max_length=WALL_SIZE)]
+
+
+class ReportedTransfer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    from_: Seat | Literal["house"] = msgspec.field(name="from")
+    to: Seat | Literal["house"]
+    amount: int
+
+
+class SettlementReported(_Event, tag="settlement_reported"):
+    hand: Annotated[int, Meta(ge=1)]
+    transfers: list[ReportedTransfer]
+
+
+class TableClosed(_Event, tag="table_closed"):
+    pass
+
+
+Event = (
+    TableOpened
+    | HandStarted
+    | TileDrawn
+    | TileDiscarded
+    | Peng
+    | Kong
+    | LiangDao
+    | Hu
+    | HandExhausted
+    | HandAborted
+    | MaDrawn
+    | WallRevealed
+    | SettlementReported
+    | TableClosed
+)
+
+EVENT_TYPES: tuple[str, ...] = (
+    "table_opened", "hand_started", "tile_drawn", "tile_discarded", "peng", "kong", "liang_dao",
+    "hu", "hand_exhausted", "hand_aborted", "ma_drawn", "wall_revealed", "settlement_reported",
+    "table_closed",
+)  # fmt: skip
+
+_json_decoder = msgspec.json.Decoder(Event)
+_json_list_decoder = msgspec.json.Decoder(list[Event])
+_encoder = msgspec.json.Encoder()
+
+
+class EventDecodeError(ValueError):
+    """Malformed event: not JSON, unknown type, unknown or missing field, bad value.
+
+    ``field`` is the JSON path msgspec reports (``$.hands[0][3]``) when there is one.
+    """
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+def _field_of(message: str) -> str | None:
+    marker = " - at `"
+    if marker in message:
+        return message.split(marker, 1)[1].rstrip("`")
+    return None
+
+
+def decode(data: bytes | str) -> Event:
+    """Decode one event from JSON bytes."""
+    try:
+        return _json_decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise EventDecodeError(str(exc), _field_of(str(exc))) from None
+    except msgspec.DecodeError as exc:
+        raise EventDecodeError(f"not valid JSON: {exc}") from None
+
+
+def decode_list(data: bytes | str) -> list[Event]:
+    try:
+        return _json_list_decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise EventDecodeError(str(exc), _field_of(str(exc))) from None
+    except msgspec.DecodeError as exc:
+        raise EventDecodeError(f"not valid JSON: {exc}") from None
+
+
+def convert(obj: Any) -> Event:
+    """Build an event from an already-parsed JSON value (a dict)."""
+    try:
+        return msgspec.convert(obj, Event)
+    except msgspec.ValidationError as exc:
+        raise EventDecodeError(str(exc), _field_of(str(exc))) from None
+
+
+def to_builtins(event: Event) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(event)
+    return out
+
+
+def canonical_bytes(event: Event) -> bytes:
+    """The canonical JSON of an event: keys sorted, no whitespace, defaults omitted only where
+    the wire omits them. The hash chain and the idempotency check are over these bytes."""
+    return _encoder.encode(_sorted(msgspec.to_builtins(event)))
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
