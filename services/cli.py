@@ -1,0 +1,60 @@
+"""The ``kwx`` command line (CONTRACT.md §4).
+
+Each subcommand lives in ``services/commands/<name>.py`` with two functions:
+``add_arguments(parser)`` and ``run(args) -> int`` (the exit code). Modules are imported only when
+their command runs, so ``kwx score`` never imports the web stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command -> (module under services.commands, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("serve", "run the HTTP service (embedded PostgreSQL unless DATABASE_URL is set)"),
+    "migrate": ("migrate", "apply the database migrations"),
+    "keys": ("keys", "manage API keys: kwx keys create --tenant NAME --role ROLE"),
+    "verify": ("verify", "check the hash chain of every table and report the first broken link"),
+    "score": ("score", "score winning hands read as JSON lines"),
+    "settle": ("settle", "settle a stream of events read as JSON lines"),
+    "simulate": ("simulate", "write simulated, legal table streams"),
+    "projections": ("projections", "rebuild read models: kwx projections rebuild [NAME]"),
+    "openapi": ("openapi", "print the OpenAPI document of the service"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kwx", description="卡五星 game-record service")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command, (module_name, help_text) in COMMANDS.items():
+        p = sub.add_parser(command, help=help_text, description=help_text)
+        p.set_defaults(_module=module_name)
+        module = _load(module_name)
+        if module is not None:
+            module.add_arguments(p)
+    return parser
+
+
+def _load(module_name: str):  # type: ignore[no-untyped-def]
+    try:
+        return importlib.import_module(f"services.commands.{module_name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"services.commands.{module_name}":
+            return None
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    module = _load(args._module)
+    if module is None:
+        print(f"kwx {args.command}: not available in this build", file=sys.stderr)
+        return 2
+    code: int = module.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
