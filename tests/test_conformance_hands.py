@@ -1,0 +1,105 @@
+"""Every vector of /work/shared/conformance/hands.jsonl through the real ``kwx score`` entry point."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.cli import main
+
+HANDS = Path(os.environ.get("KWX_CONFORMANCE", "/work/shared/conformance")) / "hands.jsonl"
+VECTORS: list[dict[str, Any]] = (
+    [json.loads(line) for line in HANDS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if HANDS.exists()
+    else []
+)
+
+# Vectors whose expectation contradicts RULES.md §5 as written; reported to the spec owner.
+# "qingyise": 123p 456p 789p 11p 22p + 2p holds 2p four times (one in 123p, two in 22p, the
+# winning one): "the winner held three X concealed and wins the fourth X" is 暗四归一 ×4, so the
+# hand is 暗四归一 × 清一色 = 16 (pays 8), not 清一色 alone. See docs/scoring.md.
+DISPUTED = {"qingyise"}
+
+
+def kwx_score(
+    lines: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> list[Any]:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines) + "\n"))
+    assert main(["score"]) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def check(vector: dict[str, Any], result: dict[str, Any]) -> None:
+    expect = vector["expect"]
+    if expect.get("error"):
+        assert "error" in result, result
+        assert result["error"]["message"]
+        return
+    assert "error" not in result, result
+    patterns = {p["id"]: p["x"] for p in result["patterns"]}
+    assert len(patterns) == len(result["patterns"])  # no pattern twice in these vectors
+    if "patterns_any_of" in expect:
+        assert patterns in expect["patterns_any_of"]
+    else:
+        assert patterns == expect["patterns"]
+    for key in ("multiplier", "payable", "allowed"):
+        assert result[key] == expect[key], key
+    assert all(p["detail"] for p in result["patterns"])
+
+
+@pytest.mark.skipif(not VECTORS, reason=f"{HANDS} not found")
+@pytest.mark.parametrize(
+    "vector",
+    [
+        pytest.param(
+            v,
+            id=v["id"],
+            marks=[pytest.mark.xfail(strict=True, reason="contradicts RULES.md §5 暗四归一")]
+            if v["id"] in DISPUTED
+            else [],
+        )
+        for v in VECTORS
+    ],
+)
+def test_vector(
+    vector: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (result,) = kwx_score([json.dumps(vector)], monkeypatch, capsys)
+    check(vector, result)
+
+
+@pytest.mark.skipif(not VECTORS, reason=f"{HANDS} not found")
+def test_all_vectors_in_one_run_as_a_file_via_the_installed_script(tmp_path: Path) -> None:
+    # given the whole file, when `kwx score FILE` runs as a process, then one line per vector, exit 0
+    kwx = Path(sys.executable).with_name("kwx")
+    proc = subprocess.run([str(kwx), "score", str(HANDS)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    results = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(results) == len(VECTORS)
+    for vector, result in zip(VECTORS, results, strict=True):
+        if vector["id"] not in DISPUTED:
+            check(vector, result)
+
+
+def test_disputed_vector_scores_as_the_rules_say(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 123p 456p 789p 11p 22p + 2p: four 2p, three held concealed + the winning one -> 暗四归一;
+    # every tile 筒 -> 清一色. 4 × 4 = 16, capped to 8. A discard win: ×16 ≥ 2, allowed.
+    line = {
+        "concealed": "123p 456p 789p 11p 22p",
+        "melds": [],
+        "win": "2p",
+        "self_draw": False,
+        "rules": {"preset": "default"},
+    }
+    (result,) = kwx_score([json.dumps(line)], monkeypatch, capsys)
+    assert {p["id"]: p["x"] for p in result["patterns"]} == {"an_si_gui_yi": 4, "qing_yi_se": 4}
+    assert (result["multiplier"], result["payable"], result["allowed"]) == (16, 8, True)
