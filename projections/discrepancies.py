@@ -1,0 +1,105 @@
+"""Read model ``discrepancies``: hands whose ``settlement_reported`` differs from the computed §2
+settlement, line by line.
+
+Comparison: both sides are reduced to the net flow of coins between each pair of parties (seats
+and the house), because platforms report payouts at different granularity (one line per reason
+or one per pair). A line is listed for every pair whose net flow differs; the per-seat nets are
+stored alongside. Hands whose report matches produce no row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+from sqlalchemy import Connection
+from sqlalchemy.dialects.postgresql import insert
+
+from projections.model import Fact, SettlementCompared
+from projections.schema import discrepancies
+
+NAME = "discrepancies"
+
+Party = int | str
+
+
+def _order(p: Party) -> tuple[int, str]:
+    return (0, f"{p}") if isinstance(p, int) else (1, str(p))
+
+
+def pair_flows(lines: Iterable[tuple[Party, Party, int]]) -> dict[tuple[Party, Party], int]:
+    """Net flow per unordered pair, keyed (a, b) with a before b: positive means a pays b."""
+    flows: dict[tuple[Party, Party], int] = {}
+    for payer, payee, amount in lines:
+        if payer == payee:
+            continue
+        a, b = sorted((payer, payee), key=_order)
+        sign = 1 if a == payer else -1
+        flows[(a, b)] = flows.get((a, b), 0) + sign * amount
+    return flows
+
+
+def nets(lines: Iterable[tuple[Party, Party, int]]) -> dict[str, int]:
+    out = {"0": 0, "1": 0, "2": 0, "house": 0}
+    for payer, payee, amount in lines:
+        out[str(payer)] = out.get(str(payer), 0) - amount
+        out[str(payee)] = out.get(str(payee), 0) + amount
+    return out
+
+
+def compare(
+    computed: Iterable[tuple[Party, Party, int]], reported: Iterable[tuple[Party, Party, int]]
+) -> list[dict[str, Any]]:
+    """Pure: the differing lines; each says who pays whom, computed vs reported, and the difference."""
+    c = pair_flows(computed)
+    r = pair_flows(reported)
+    out: list[dict[str, Any]] = []
+    for a, b in sorted(set(c) | set(r), key=lambda k: (_order(k[0]), _order(k[1]))):
+        cv, rv = c.get((a, b), 0), r.get((a, b), 0)
+        if cv == rv:
+            continue
+        # orient the line the way the computed coins flow (or the reported ones when none computed)
+        flip = cv < 0 or (cv == 0 and rv < 0)
+        payer, payee = (b, a) if flip else (a, b)
+        sign = -1 if flip else 1
+        out.append(
+            {"from": payer, "to": payee, "computed": sign * cv, "reported": sign * rv,
+             "difference": sign * (rv - cv)}
+        )  # fmt: skip
+    return out
+
+
+def rows(fact: Fact) -> list[dict[str, Any]]:
+    if not isinstance(fact, SettlementCompared):
+        return []
+    computed_lines = (
+        [(t.from_, t.to, t.amount) for t in fact.computed.transfers] if fact.computed is not None else []
+    )
+    reported_lines = [(t.from_, t.to, t.amount) for t in fact.reported]
+    lines = compare(computed_lines, reported_lines)
+    if not lines and fact.computed is not None:
+        return []
+    return [
+        {
+            "table_id": fact.info.table_id,
+            "reported_event": fact.reported_event,
+            "hand": fact.hand,
+            "tenant": fact.info.tenant,
+            "position": fact.at.position,
+            "lines": lines,
+            "net_computed": nets(computed_lines),
+            "net_reported": nets(reported_lines),
+            "reported": [msgspec.to_builtins(t) for t in fact.reported],
+            "computed": (
+                [msgspec.to_builtins(t) for t in fact.computed.transfers] if fact.computed is not None else None
+            ),
+        }
+    ]
+
+
+def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
+    if batch:
+        conn.execute(
+            insert(discrepancies).on_conflict_do_nothing(index_elements=["table_id", "reported_event"]), batch
+        )

@@ -1,0 +1,168 @@
+"""The read-model tables (SQLAlchemy Core), one group per projection, plus the checkpoints.
+
+The DDL itself is written by hand in ``migrations/versions/0002_projections.py``; these Table
+objects describe the same tables for the writers and the read endpoints (a test checks that the
+migrated database has every column named here).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Numeric,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData()
+
+# One row per projection: the (tx_id, position) of the last event it has applied. Written in the
+# same transaction as the projection's rows, so a crash never applies an event twice.
+checkpoints = Table(
+    "projection_checkpoints",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("tx_id", Numeric(20, 0), nullable=False),  # xid8 as an exact number
+    Column("position", BigInteger, nullable=False),
+    Column("events", BigInteger, nullable=False),  # events applied since the last rebuild
+)
+
+hand_settlements = Table(
+    "proj_hand_settlements",
+    metadata,
+    Column("table_id", String(64), primary_key=True),
+    Column("ordinal", Integer, primary_key=True),  # 1, 2, … settlements of the table in order
+    Column("hand", Integer, nullable=False),
+    Column("tenant", Text, nullable=False),
+    Column("preset", Text, nullable=False),
+    Column("end_kind", String(16), nullable=False),  # hu / exhausted / aborted
+    Column("dealer", Integer, nullable=False),
+    Column("next_dealer", Integer, nullable=False),
+    Column("players", JSONB, nullable=False),
+    Column("net", JSONB, nullable=False),
+    Column("house", BigInteger, nullable=False),
+    Column("settled_event", Integer, nullable=False),  # version at which the settlement was final
+    Column("position", BigInteger, nullable=False),  # global position of that event
+    Column("settlement", JSONB, nullable=False),  # the CONTRACT.md §2 object
+)
+
+ledger_entries = Table(
+    "proj_ledger_entries",
+    metadata,
+    Column("entry_id", BigInteger, primary_key=True, autoincrement=True),
+    Column("tenant", Text, nullable=False),
+    Column("account", Text, nullable=False),  # a player id, or "house"
+    Column("account_kind", String(8), nullable=False),  # player / house
+    Column("seq", BigInteger, nullable=False),  # 1, 2, … per account
+    Column("amount", BigInteger, nullable=False),  # + credit, − debit
+    Column("balance", BigInteger, nullable=False),  # running balance after this entry
+    Column("counterparty", Text, nullable=False),
+    Column("counterparty_kind", String(8), nullable=False),
+    Column("table_id", String(64), nullable=False),
+    Column("hand", Integer, nullable=False),
+    Column("ordinal", Integer, nullable=False),  # the settlement's ordinal on its table
+    Column("line", Integer, nullable=False),  # index of the transfer in the settlement
+    Column("event", Integer, nullable=False),  # version of the event that caused the transfer
+    Column("reason", String(16), nullable=False),
+    Column("seat", Integer, nullable=True),  # the account's seat at that table (null for house)
+    Column("detail", Text, nullable=False),
+    Column("position", BigInteger, nullable=False),
+)
+
+ledger_accounts = Table(
+    "proj_ledger_accounts",
+    metadata,
+    Column("tenant", Text, primary_key=True),
+    Column("account_kind", String(8), primary_key=True),
+    Column("account", Text, primary_key=True),
+    Column("balance", BigInteger, nullable=False),
+    Column("entries", BigInteger, nullable=False),
+)
+
+STAT_COUNTERS: tuple[str, ...] = (
+    "hands_played",
+    "hands_aborted",
+    "hands_exhausted",
+    "hands_dealt",
+    "wins",
+    "wins_self_draw",
+    "wins_discard",
+    "wins_robbed_kong",
+    "wins_double",
+    "deal_ins",
+    "deal_ins_double",
+    "robbed_kongs",
+    "bao_hu_paid",
+    "bao_hu_coins",
+    "liang_dao_declared",
+    "liang_dao_won",
+    "lou_hu_incurred",
+    "kongs_concealed",
+    "kongs_added",
+    "kongs_exposed",
+    "kongs_in_chain",
+    "sum_multiplier",
+    "sum_payable",
+    "coins_won",
+    "coins_lost",
+    "net_coins",
+)
+
+player_stats = Table(
+    "proj_player_stats",
+    metadata,
+    Column("tenant", Text, primary_key=True),
+    Column("player_id", Text, primary_key=True),
+    Column("preset", Text, primary_key=True),
+    *[Column(name, BigInteger, nullable=False, server_default="0") for name in STAT_COUNTERS],
+    Column("max_multiplier", BigInteger, nullable=False, server_default="0"),
+)
+
+player_patterns = Table(
+    "proj_player_patterns",
+    metadata,
+    Column("tenant", Text, primary_key=True),
+    Column("player_id", Text, primary_key=True),
+    Column("preset", Text, primary_key=True),
+    Column("pattern", String(64), primary_key=True),
+    Column("wins", BigInteger, nullable=False),
+)
+
+discrepancies = Table(
+    "proj_discrepancies",
+    metadata,
+    Column("table_id", String(64), primary_key=True),
+    Column("reported_event", Integer, primary_key=True),  # version of the settlement_reported
+    Column("hand", Integer, nullable=False),
+    Column("tenant", Text, nullable=False),
+    Column("position", BigInteger, nullable=False),
+    Column("lines", JSONB, nullable=False),  # [{from, to, computed, reported, difference}]
+    Column("net_computed", JSONB, nullable=False),
+    Column("net_reported", JSONB, nullable=False),
+    Column("reported", JSONB, nullable=False),
+    Column("computed", JSONB, nullable=True),  # the §2 transfers, or null when not settled
+)
+
+snapshots = Table(
+    "proj_table_snapshots",
+    metadata,
+    Column("table_id", String(64), primary_key=True),
+    Column("version", Integer, primary_key=True),  # the state after this event
+    Column("hand", Integer, nullable=False),
+    Column("state", LargeBinary, nullable=False),  # engine.encode_state
+)
+
+# projection name -> the tables it owns (emptied by a rebuild)
+OWNED: dict[str, tuple[Table, ...]] = {
+    "hand_settlements": (hand_settlements,),
+    "ledger": (ledger_entries, ledger_accounts),
+    "player_stats": (player_stats, player_patterns),
+    "discrepancies": (discrepancies,),
+    "snapshots": (snapshots,),
+}
