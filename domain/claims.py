@@ -1,0 +1,334 @@
+"""Checks of 碰, 杠 and 胡 (RULES.md §3, §6, §8, §9)."""
+
+from __future__ import annotations
+
+from domain.events import Hu, Kong, Peng
+from domain.liang_dao import kong_keeps_waits
+from domain.lou_hu import blocking
+from domain.rules import Rules
+from domain.rulings import make, t
+from domain.scoring import Score
+from domain.state import HandState, Ruling, TableState
+from domain.tiles import TILE_INDEX
+from domain.walls import remaining
+from domain.winning import WinKind, score_win
+
+
+def who(state: TableState, seat: int) -> str:
+    if state.players and 0 <= seat < len(state.players):
+        return f"seat {seat} ({state.players[seat]})"
+    return f"seat {seat}"
+
+
+def _claim_window(state: TableState, hs: HandState, seat: int, tile: int, what: str, v: int) -> Ruling | None:
+    """Structure of a claim (碰 / 直杠) of the last discard."""
+    if hs.phase != "claim" or hs.last_tile is None:
+        return make(
+            v, "sequence",
+            f"{who(state, seat)} claims {t(tile)} by {what}, but there is no discard to claim now "
+            f"(phase: {hs.phase})",
+            f"{who(state, seat)} {what}{t(tile)}，但现在没有可以碰/杠的打出的牌",
+            seat=seat, tile=t(tile), phase=hs.phase,
+        )  # fmt: skip
+    if seat == hs.turn:
+        return make(
+            v, "not_your_turn",
+            f"{who(state, seat)} cannot claim their own discard {t(tile)}",
+            f"{who(state, seat)} 不能碰/杠自己打出的牌{t(tile)}",
+            seat=seat, tile=t(tile),
+        )  # fmt: skip
+    if tile != hs.last_tile:
+        return make(
+            v, "sequence",
+            f"{who(state, seat)} claims {t(tile)} by {what}, but the last discard is {t(hs.last_tile)}",
+            f"{who(state, seat)} {what}{t(tile)}，但最后打出的牌是{t(hs.last_tile)}",
+            seat=seat, tile=t(tile), last_discard=t(hs.last_tile),
+        )  # fmt: skip
+    return None
+
+
+def check_peng(state: TableState, hs: HandState, rules: Rules, ev: Peng, v: int) -> Ruling | None:
+    seat, tile = ev.seat, TILE_INDEX[ev.tile]
+    r = _claim_window(state, hs, seat, tile, "碰 (peng)", v)
+    if r is not None:
+        return r
+    held = hs.concealed[seat][tile]
+    if held < 2:
+        return make(
+            v, "tile_not_held",
+            f"{who(state, seat)} cannot 碰 {t(tile)}: they hold {held} {t(tile)}, a 碰 needs two",
+            f"{who(state, seat)} 不能碰{t(tile)}：手上只有{held}张",
+            seat=seat, tile=t(tile), held=held,
+        )  # fmt: skip
+    if remaining(hs) == 0:
+        return make(
+            v, "claim_on_last_discard",
+            f"{who(state, seat)} may not 碰 {t(tile)}: it is the last discard of the hand, which can be "
+            "won on but not claimed (最后打出去的一张牌，不可以吃碰杠)",
+            f"{who(state, seat)} 不能碰{t(tile)}：这是最后一张打出的牌，只能胡不能碰杠",
+            seat=seat, tile=t(tile),
+        )  # fmt: skip
+    if hs.liang_dao[seat] is not None:
+        return make(
+            v, "liang_dao_locked",
+            f"{who(state, seat)} declared 亮倒 and may not 碰 {t(tile)}: after 亮倒 the hand cannot change",
+            f"{who(state, seat)} 已亮倒，不能碰{t(tile)}（亮倒后不能换牌）",
+            seat=seat, tile=t(tile),
+        )  # fmt: skip
+    if held >= 3 and rules.no_peng_with_concealed_triplet:
+        return make(
+            v, "peng_with_concealed_triplet",
+            f"{who(state, seat)} holds a concealed triplet of {t(tile)}: they may 直杠 it or let it go, "
+            "but not 碰 it (no_peng_with_concealed_triplet: 不能碰后再杠)",
+            f"{who(state, seat)} 手上有三张{t(tile)}，只能直杠或不要，不能碰（不能碰后再杠）",
+            seat=seat, tile=t(tile),
+        )  # fmt: skip
+    return None
+
+
+def _no_wall(state: TableState, hs: HandState, seat: int, tile: int, v: int) -> Ruling:
+    return make(
+        v, "kong_without_wall",
+        f"{who(state, seat)} may not 杠 {t(tile)}: the wall is empty (no kong by the player who drew "
+        "the last tile, nor on the last discard: 摸到最后一张牌，有杠不能杠，打出去的牌其他人也不能杠)",
+        f"{who(state, seat)} 不能杠{t(tile)}：牌墙已空（摸到最后一张牌有杠不能杠，打出去的牌其他人也不能杠）",
+        seat=seat, tile=t(tile),
+    )  # fmt: skip
+
+
+def _changes_waits(state: TableState, seat: int, tile: int, kind: str, v: int) -> Ruling:
+    return make(
+        v, "liang_dao_kong_changes_waits",
+        f"{who(state, seat)} declared 亮倒 and may not {kind} 杠 {t(tile)}: the triplet is not an "
+        "independent set in every ready decomposition, so the kong would change the declared waits",
+        f"{who(state, seat)} 已亮倒，不能杠{t(tile)}：这三张不是独立的一组，开杠会改变所听的牌",
+        seat=seat, tile=t(tile), kind=kind,
+    )  # fmt: skip
+
+
+def check_kong(state: TableState, hs: HandState, rules: Rules, ev: Kong, v: int) -> Ruling | None:
+    seat, tile, kind = ev.seat, TILE_INDEX[ev.tile], ev.kind
+    held = hs.concealed[seat][tile]
+    if kind == "exposed":
+        r = _claim_window(state, hs, seat, tile, "直杠 (exposed kong)", v)
+        if r is not None:
+            return r
+        if held < 3:
+            return make(
+                v, "tile_not_held",
+                f"{who(state, seat)} cannot 直杠 {t(tile)}: they hold {held} {t(tile)}, it needs three",
+                f"{who(state, seat)} 不能直杠{t(tile)}：手上只有{held}张",
+                seat=seat, tile=t(tile), held=held,
+            )  # fmt: skip
+        if remaining(hs) == 0:
+            return _no_wall(state, hs, seat, tile, v)
+        if hs.liang_dao[seat] is not None and not kong_keeps_waits(hs, seat, tile, kind):
+            return _changes_waits(state, seat, tile, "an exposed", v)
+        return None
+    # 暗杠 / 补杠: right after one's own draw (or the dealer before the first discard)
+    if hs.phase != "discard" or seat != hs.turn:
+        return make(
+            v, "not_your_turn" if hs.phase == "discard" else "sequence",
+            f"{who(state, seat)} cannot declare a {kind} kong of {t(tile)} now: "
+            + (f"it is seat {hs.turn}'s turn" if hs.phase == "discard" else f"phase is {hs.phase}"),
+            f"{who(state, seat)} 现在不能杠{t(tile)}",
+            seat=seat, tile=t(tile), phase=hs.phase, turn=hs.turn,
+        )  # fmt: skip
+    if not hs.fresh:
+        return make(
+            v, "sequence",
+            f"{who(state, seat)} cannot declare a {kind} kong of {t(tile)} right after a 碰: "
+            "暗杠 and 补杠 come right after one's own draw; after 碰 the player discards",
+            f"{who(state, seat)} 碰牌后须打牌，不能暗杠/补杠",
+            seat=seat, tile=t(tile),
+        )  # fmt: skip
+    if kind == "concealed":
+        if held < 4:
+            return make(
+                v, "tile_not_held",
+                f"{who(state, seat)} cannot 暗杠 {t(tile)}: they hold {held}, it needs four",
+                f"{who(state, seat)} 不能暗杠{t(tile)}：手上只有{held}张",
+                seat=seat, tile=t(tile), held=held,
+            )  # fmt: skip
+    else:
+        if not any(m.kind == "peng" and m.tile == tile for m in hs.melds[seat]) or held < 1:
+            return make(
+                v, "tile_not_held",
+                f"{who(state, seat)} cannot 补杠 {t(tile)}: a 补杠 needs an exposed 碰 of {t(tile)} and the "
+                f"fourth tile in hand (held: {held})",
+                f"{who(state, seat)} 不能补杠{t(tile)}：需要已碰的{t(tile)}和手上的第四张",
+                seat=seat, tile=t(tile), held=held,
+            )  # fmt: skip
+    if remaining(hs) == 0:
+        return _no_wall(state, hs, seat, tile, v)
+    if hs.liang_dao[seat] is not None and tile != hs.drawn:
+        return make(
+            v, "liang_dao_locked",
+            f"{who(state, seat)} declared 亮倒: only the tile just drawn "
+            f"({t(hs.drawn) if hs.drawn is not None else 'none'}) may be konged, not {t(tile)}",
+            f"{who(state, seat)} 已亮倒，只能用刚摸到的牌开杠，不能杠{t(tile)}",
+            seat=seat, tile=t(tile),
+        )  # fmt: skip
+    if kind == "added" and rules.added_kong_immediate and tile != hs.drawn:
+        return make(
+            v, "added_kong_not_immediate",
+            f"{who(state, seat)} may 补杠 {t(tile)} only with the tile just drawn "
+            "(added_kong_immediate: 明杠必须当时就杠，否则就不能再杠)",
+            f"{who(state, seat)} 不能补杠{t(tile)}：明杠必须当时就杠，否则就不能再杠",
+            seat=seat, tile=t(tile),
+            drawn=t(hs.drawn) if hs.drawn is not None else None,
+        )  # fmt: skip
+    if kind == "concealed" and hs.liang_dao[seat] is not None and not kong_keeps_waits(hs, seat, tile, kind):
+        return _changes_waits(state, seat, tile, "a concealed", v)
+    return None
+
+
+def win_kind(hs: HandState, ev: Hu) -> WinKind | None:
+    """What kind of win a structurally placed hu is: None when it fits no window."""
+    if ev.from_ is None:
+        return "self_draw" if hs.phase == "discard" else None
+    if ev.from_ != hs.turn:
+        return None
+    if hs.phase == "claim":
+        return "discard"
+    if hs.phase == "rob":
+        return "rob"
+    return None
+
+
+def win_score(hs: HandState, rules: Rules, seat: int, tile: int, kind: WinKind) -> Score | None:
+    if kind != "self_draw":
+        for c in hs.candidates:
+            if c.seat == seat:
+                return c.score
+    return score_win(hs, rules, seat, tile, kind)
+
+
+def check_hu(state: TableState, hs: HandState, rules: Rules, ev: Hu, v: int) -> Ruling | None:
+    tile = TILE_INDEX[ev.tile]
+    winners = ev.winners
+    if len(set(winners)) != len(winners):
+        return make(
+            v, "sequence", f"hu lists seat {winners[0]} twice", f"胡牌者重复：{winners[0]}号位",
+            winners=list(winners),
+        )  # fmt: skip
+    kind = win_kind(hs, ev)
+    if kind is None:
+        src = "self-draw" if ev.from_ is None else f"on seat {ev.from_}'s tile"
+        return make(
+            v, "sequence",
+            f"hu {src} by {', '.join(who(state, s) for s in winners)} does not fit now (phase: "
+            f"{hs.phase}, seat {hs.turn}): a win is a self-draw by the player to move, or on the last "
+            "discard / the tile of an added kong just declared",
+            "现在不能这样胡牌：只能自摸，或胡刚打出的牌/刚补杠的牌",
+            winners=list(winners), phase=hs.phase, turn=hs.turn,
+        )  # fmt: skip
+    if kind == "self_draw":
+        seat = winners[0]
+        if len(winners) > 1 or seat != hs.turn:
+            return make(
+                v, "not_your_turn",
+                f"only seat {hs.turn}, the player to move, can win by self-draw",
+                f"只有轮到的{hs.turn}号位可以自摸",
+                winners=list(winners), turn=hs.turn,
+            )  # fmt: skip
+        if not hs.fresh:
+            return make(
+                v, "sequence",
+                f"{who(state, seat)} cannot win by self-draw right after a 碰: they must discard",
+                f"{who(state, seat)} 碰牌后须打牌，不能自摸",
+                seat=seat,
+            )  # fmt: skip
+        if hs.drawn is not None and tile != hs.drawn:
+            return make(
+                v, "wrong_win_tile",
+                f"{who(state, seat)} wins by self-draw on {t(tile)}, "
+                f"but the tile just drawn is {t(hs.drawn)}",
+                f"{who(state, seat)} 自摸{t(tile)}，但刚摸到的是{t(hs.drawn)}",
+                seat=seat, tile=t(tile), drawn=t(hs.drawn),
+            )  # fmt: skip
+        if hs.concealed[seat][tile] < 1:
+            return make(
+                v, "tile_not_held",
+                f"{who(state, seat)} wins by self-draw on {t(tile)}, which they do not hold",
+                f"{who(state, seat)} 自摸{t(tile)}，但手上没有这张牌",
+                seat=seat, tile=t(tile),
+            )  # fmt: skip
+    else:
+        if hs.last_tile is None or tile != hs.last_tile:
+            return make(
+                v, "wrong_win_tile",
+                f"hu on {t(tile)} from seat {ev.from_}, but the tile there is "
+                f"{t(hs.last_tile) if hs.last_tile is not None else 'none'}",
+                f"胡{t(tile)}，但{ev.from_}号位打出/杠的牌是"
+                f"{t(hs.last_tile) if hs.last_tile is not None else '无'}",
+                tile=t(tile), source=ev.from_,
+            )  # fmt: skip
+        if hs.turn in winners:
+            return make(
+                v, "sequence",
+                f"seat {hs.turn} cannot win on their own {'discard' if kind == 'discard' else 'kong'}",
+                f"{hs.turn}号位不能胡自己打出/杠的牌",
+                winners=list(winners),
+            )  # fmt: skip
+        if len(winners) > 1 and not rules.multi_win:
+            return make(
+                v, "multi_win_disabled",
+                f"seats {winners[0]} and {winners[1]} both win on {t(tile)}, but multi_win is off "
+                "(一炮双响 not allowed at this table)",
+                f"{winners[0]}号位和{winners[1]}号位同时胡{t(tile)}，但本桌不允许一炮双响",
+                winners=list(winners), tile=t(tile),
+            )  # fmt: skip
+        if kind == "rob" and not rules.rob_kong:
+            return make(
+                v, "rob_kong_disabled",
+                f"{who(state, winners[0])} robs seat {hs.turn}'s added kong of {t(tile)}, but rob_kong "
+                "is off (no 抢杠胡 at this table)",
+                f"{who(state, winners[0])} 抢{hs.turn}号位的杠{t(tile)}，但本桌不允许抢杠胡",
+                winners=list(winners), tile=t(tile), source=hs.turn,
+            )  # fmt: skip
+    for seat in winners:
+        r = _check_winner(state, hs, rules, seat, tile, kind, v)
+        if r is not None:
+            return r
+    return None
+
+
+_KIND_EN = {"self_draw": "by self-draw", "discard": "on a discard", "rob": "by robbing a kong"}
+
+
+def _check_winner(
+    state: TableState, hs: HandState, rules: Rules, seat: int, tile: int, kind: WinKind, v: int
+) -> Ruling | None:
+    sc = win_score(hs, rules, seat, tile, kind)
+    if sc is None:
+        return make(
+            v, "not_a_winning_hand",
+            f"{who(state, seat)} declares hu {_KIND_EN[kind]} on {t(tile)}, but their tiles do not form "
+            "a winning hand (four sets and a pair, or seven pairs)",
+            f"{who(state, seat)} 胡{t(tile)}，但牌型不成胡（四组加一对或七对）",
+            seat=seat, tile=t(tile),
+        )  # fmt: skip
+    if not sc.allowed:
+        return make(
+            v, "below_min_multiplier",
+            f"{who(state, seat)} wins {_KIND_EN[kind]} on {t(tile)} for ×{sc.multiplier}, below the "
+            f"minimum ×{sc.min_required} for this kind of win (屁胡只能自摸)",
+            f"{who(state, seat)} 胡{t(tile)}只有{sc.multiplier}番，不够{sc.min_required}番起胡",
+            seat=seat, tile=t(tile), multiplier=sc.multiplier, min_required=sc.min_required,
+        )  # fmt: skip
+    if kind != "self_draw":
+        r = blocking(hs, rules, seat, sc)
+        if r is not None:
+            bigger = " and this win is not bigger" if rules.lou_hu == "unless_bigger" else ""
+            return make(
+                v, "lou_hu",
+                f"{who(state, seat)} may not win on {t(tile)}: 漏胡 — they passed a win on {t(r.tile)} "
+                f"(event {r.event}, would have paid ×{r.multiplier}) and have not drawn since{bigger} "
+                f"(lou_hu: {rules.lou_hu})",
+                f"{who(state, seat)} 漏胡：第{r.event}手放过了{t(r.tile)}（{r.multiplier}番），"
+                "还没有摸牌，不能胡别人打出的牌",
+                seat=seat, tile=t(tile), passed_event=r.event, passed_tile=t(r.tile),
+                would_pay=r.multiplier, multiplier=sc.multiplier, mode=rules.lou_hu,
+            )  # fmt: skip
+    return None
