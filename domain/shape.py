@@ -160,7 +160,8 @@ class Group(NamedTuple):
 
 
 class Decomposition(NamedTuple):
-    """One way to read a standard concealed part: the pair (eyes, 将) and the sets, sorted."""
+    """One way to read a standard concealed part: the pair (eyes, 将) and the sets, sorted by their
+    lowest tile (then ``seq`` before ``tri``)."""
 
     pair: int
     sets: tuple[Group, ...]
@@ -215,7 +216,7 @@ def decompositions(counts: Sequence[int]) -> list[Decomposition]:
     """Every distinct standard reading (pair + sets) of a 3n+2 concealed part; [] if none.
 
     Seven pairs is not included here (see :func:`is_seven_pairs`). Order is deterministic: by
-    pair, then by the sorted sets.
+    pair, then by the sets (each sorted by lowest tile).
     """
     c = tuple(counts)
     if sum(c) % 3 != 2 or not is_standard_win(c):
@@ -239,9 +240,13 @@ def decompositions(counts: Sequence[int]) -> list[Decomposition]:
                     )
                 )
         combos = nxt
-    out = [Decomposition(pair, tuple(sorted(groups))) for pair, groups in combos if pair >= 0]
-    out.sort()
+    out = [Decomposition(pair, tuple(sorted(groups, key=_by_tile))) for pair, groups in combos if pair >= 0]
+    out.sort(key=lambda d: (d.pair, [_by_tile(g) for g in d.sets]))
     return out
+
+
+def _by_tile(g: Group) -> tuple[int, str]:
+    return (g.tile, g.kind)
 
 
 def format_decomposition(d: Decomposition) -> str:
