@@ -13,11 +13,11 @@ from collections.abc import Iterable
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection
 from sqlalchemy.dialects.postgresql import insert
 
 from projections.model import Fact, SettlementCompared
 from projections.schema import discrepancies
+from projections.sql import Connection, execute_many
 
 NAME = "discrepancies"
 
@@ -92,7 +92,9 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
             "net_reported": nets(reported_lines),
             "reported": [msgspec.to_builtins(t) for t in fact.reported],
             "computed": (
-                [msgspec.to_builtins(t) for t in fact.computed.transfers] if fact.computed is not None else None
+                [msgspec.to_builtins(t) for t in fact.computed.transfers]
+                if fact.computed is not None
+                else None
             ),
         }
     ]
@@ -100,6 +102,5 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
 
 def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
     if batch:
-        conn.execute(
-            insert(discrepancies).on_conflict_do_nothing(index_elements=["table_id", "reported_event"]), batch
-        )
+        stmt = insert(discrepancies).on_conflict_do_nothing(index_elements=["table_id", "reported_event"])
+        execute_many(conn, stmt, batch)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection
 from sqlalchemy.dialects.postgresql import insert
 
 from projections.model import Fact, HandSettled
 from projections.schema import hand_settlements
+from projections.sql import Connection, execute_many
 
 NAME = "hand_settlements"
 
@@ -46,6 +46,7 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
 def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
     if not batch:
         return
-    stmt = insert(hand_settlements).values(batch)
     # Idempotent on the key: a re-applied batch (impossible with the checkpoint, but cheap) is a no-op.
-    conn.execute(stmt.on_conflict_do_nothing(index_elements=["table_id", "ordinal"]))
+    execute_many(
+        conn, insert(hand_settlements).on_conflict_do_nothing(index_elements=["table_id", "ordinal"]), batch
+    )

@@ -16,11 +16,12 @@ from collections.abc import Iterable
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, select, tuple_
+from sqlalchemy import select, tuple_
 from sqlalchemy.dialects.postgresql import insert
 
 from projections.model import Fact, HandSettled, TableInfo
 from projections.schema import ledger_accounts, ledger_entries
+from projections.sql import Connection, execute_many, fetch
 
 NAME = "ledger"
 HOUSE = "house"
@@ -126,22 +127,28 @@ def write(conn: Connection, batch: list[Entry]) -> None:
     key_cols = tuple_(ledger_accounts.c.tenant, ledger_accounts.c.account_kind, ledger_accounts.c.account)
     for chunk_start in range(0, len(keys), 500):
         chunk = keys[chunk_start : chunk_start + 500]
-        result = conn.execute(
+        result = fetch(
+            conn,
             select(
                 ledger_accounts.c.tenant,
                 ledger_accounts.c.account_kind,
                 ledger_accounts.c.account,
                 ledger_accounts.c.balance,
                 ledger_accounts.c.entries,
-            ).where(key_cols.in_(chunk))
+            ).where(key_cols.in_(chunk)),
         )
         for tenant, kind, account, balance, n in result:
             opening[(tenant, kind, account)] = (int(balance), int(n))
     entry_rows, closing = with_balances(batch, opening)
-    for start in range(0, len(entry_rows), 1000):
-        conn.execute(insert(ledger_entries), entry_rows[start : start + 1000])
+    execute_many(conn, insert(ledger_entries), entry_rows)
     changed = [
-        {"tenant": k[0], "account_kind": k[1], "account": k[2], "balance": closing[k][0], "entries": closing[k][1]}
+        {
+            "tenant": k[0],
+            "account_kind": k[1],
+            "account": k[2],
+            "balance": closing[k][0],
+            "entries": closing[k][1],
+        }
         for k in keys
     ]
     stmt = insert(ledger_accounts)
@@ -149,4 +156,4 @@ def write(conn: Connection, batch: list[Entry]) -> None:
         index_elements=["tenant", "account_kind", "account"],
         set_={"balance": stmt.excluded.balance, "entries": stmt.excluded.entries},
     )
-    conn.execute(stmt, changed)
+    execute_many(conn, stmt, changed)

@@ -9,11 +9,12 @@ from collections import Counter
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, func
+from sqlalchemy import func
 from sqlalchemy.dialects.postgresql import insert
 
 from projections.model import Fact, HandSettled, LouHuIncurred
 from projections.schema import STAT_COUNTERS, player_patterns, player_stats
+from projections.sql import Connection, execute_many
 
 NAME = "player_stats"
 
@@ -117,7 +118,9 @@ def rows(fact: Fact) -> list[StatDelta]:
     if isinstance(fact, HandSettled):
         return [d for d in _settled(fact) if d.counters or d.patterns]
     if isinstance(fact, LouHuIncurred):
-        d = StatDelta(tenant=fact.info.tenant, player_id=fact.info.players[fact.seat], preset=fact.info.preset)
+        d = StatDelta(
+            tenant=fact.info.tenant, player_id=fact.info.players[fact.seat], preset=fact.info.preset
+        )
         d.add("lou_hu_incurred")
         return [d]
     return []
@@ -153,7 +156,9 @@ def write(conn: Connection, batch: list[StatDelta]) -> None:
     stmt = insert(player_stats)
     set_: dict[str, Any] = {name: player_stats.c[name] + stmt.excluded[name] for name in STAT_COUNTERS}
     set_["max_multiplier"] = func.greatest(player_stats.c.max_multiplier, stmt.excluded.max_multiplier)
-    conn.execute(stmt.on_conflict_do_update(index_elements=["tenant", "player_id", "preset"], set_=set_), values)
+    conn.execute(
+        stmt.on_conflict_do_update(index_elements=["tenant", "player_id", "preset"], set_=set_), values
+    )
     pattern_rows = [
         {"tenant": d.tenant, "player_id": d.player_id, "preset": d.preset, "pattern": p, "wins": n}
         for key in sorted(merged)
@@ -162,7 +167,8 @@ def write(conn: Connection, batch: list[StatDelta]) -> None:
     ]
     if pattern_rows:
         pstmt = insert(player_patterns)
-        conn.execute(
+        execute_many(
+            conn,
             pstmt.on_conflict_do_update(
                 index_elements=["tenant", "player_id", "preset", "pattern"],
                 set_={"wins": player_patterns.c.wins + pstmt.excluded.wins},

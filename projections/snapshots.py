@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection
 from sqlalchemy.dialects.postgresql import insert
 
 from projections.model import Fact, SnapshotTaken
 from projections.schema import snapshots
+from projections.sql import Connection, execute_many
 
 NAME = "snapshots"
 
@@ -22,9 +22,13 @@ NAME = "snapshots"
 def rows(fact: Fact) -> list[dict[str, Any]]:
     if not isinstance(fact, SnapshotTaken):
         return []
-    return [{"table_id": fact.info.table_id, "version": fact.at.version, "hand": fact.hand, "state": fact.state}]
+    return [
+        {"table_id": fact.info.table_id, "version": fact.at.version, "hand": fact.hand, "state": fact.state}
+    ]
 
 
 def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
     if batch:
-        conn.execute(insert(snapshots).on_conflict_do_nothing(index_elements=["table_id", "version"]), batch)
+        execute_many(
+            conn, insert(snapshots).on_conflict_do_nothing(index_elements=["table_id", "version"]), batch
+        )

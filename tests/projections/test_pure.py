@@ -3,11 +3,27 @@ projected → then the rows. No database."""
 
 from __future__ import annotations
 
-from domain.facts import Declaration, HandRecord, KongRecord, PatternOut, Settlement, Transfer, WinOut, WinRecord
+from domain.facts import (
+    Declaration,
+    HandRecord,
+    KongRecord,
+    PatternOut,
+    Settlement,
+    Transfer,
+    WinOut,
+    WinRecord,
+)
 from domain.scoring import PatternHit, Score
 from domain.tiles import tile
 from projections import discrepancies, hand_settlements, ledger, player_stats
-from projections.model import EventRef, HandSettled, LouHuIncurred, ReportedLine, SettlementCompared, TableInfo
+from projections.model import (
+    EventRef,
+    HandSettled,
+    LouHuIncurred,
+    ReportedLine,
+    SettlementCompared,
+    TableInfo,
+)
 
 INFO = TableInfo(table_id="t1", tenant="acme", players=("alice", "bob", "carol"), preset="default", base=1)
 
@@ -42,7 +58,9 @@ def _robbed_kong_hand() -> HandSettled:
         ),
         net=(4, -4, 0),
     )  # fmt: skip
-    return HandSettled(info=INFO, at=EventRef(version=12, position=99), ordinal=1, settlement=settlement, record=record)
+    return HandSettled(
+        info=INFO, at=EventRef(version=12, position=99), ordinal=1, settlement=settlement, record=record
+    )
 
 
 def _double_win_bao_hu() -> HandSettled:
@@ -76,7 +94,9 @@ def _double_win_bao_hu() -> HandSettled:
         ),
         net=(-11, 7, 1), house=3,
     )  # fmt: skip
-    return HandSettled(info=INFO, at=EventRef(version=41, position=150), ordinal=2, settlement=settlement, record=record)
+    return HandSettled(
+        info=INFO, at=EventRef(version=41, position=150), ordinal=2, settlement=settlement, record=record
+    )
 
 
 def test_hand_settlement_row_carries_the_contract_object() -> None:

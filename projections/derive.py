@@ -1,0 +1,159 @@
+"""From stored events to facts, purely: fold one table's events through the engine and say what
+each event made happen (a settled hand, a reported settlement to compare, a 漏胡, a hand start to
+snapshot). The projector keeps one :class:`TableCtx` per table in memory and calls
+:func:`advance` for each new event; a refold after a restart replays :func:`advance` and drops the
+facts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from domain.events import Event, HandStarted, MaDrawn, SettlementReported, TableClosed, TableOpened
+from domain.events import decode as decode_event
+from projections.model import (
+    EventRef,
+    Fact,
+    HandSettled,
+    LouHuIncurred,
+    ReportedLine,
+    SettlementCompared,
+    SnapshotTaken,
+    TableInfo,
+)
+
+
+class TableCtx(msgspec.Struct, kw_only=True):
+    """What the projector knows of one table: the engine state after ``state.version`` events,
+    the table's identity, and reports waiting for their hand's settlement."""
+
+    table_id: str
+    tenant: str
+    state: Any
+    info: TableInfo | None = None
+    pending_reports: dict[int, tuple[int, tuple[ReportedLine, ...]]] = msgspec.field(default_factory=dict)
+    # ordinal of a settlement that a 买码 tile may still revise (maima on, self-draw, no ma yet)
+    pending_ordinal: int = 0
+
+
+def new_ctx(engine: Any, table_id: str, tenant: str) -> TableCtx:
+    return TableCtx(table_id=table_id, tenant=tenant, state=engine.initial())
+
+
+def _info(ctx: TableCtx, event: TableOpened, state: Any) -> TableInfo:
+    rules = getattr(state, "rules", None)
+    preset = getattr(rules, "preset", None) or str(event.rules.get("preset", "default"))
+    p = event.players
+    return TableInfo(
+        table_id=ctx.table_id, tenant=ctx.tenant, players=(p[0], p[1], p[2]), preset=preset, base=event.base
+    )
+
+
+def _lou_hu(state: Any) -> dict[tuple[int, int, int], Any]:
+    """Every 漏胡 the state knows of (finished hands' and the current hand's), by (hand, seat, event)."""
+    out = {(lou.hand, lou.seat, lou.event): lou for lou in getattr(state, "lou_hu_log", ())}
+    hand = getattr(state, "hand", None)
+    if hand is not None:
+        for lou in getattr(hand, "lou_hu_log", ()):
+            out[(lou.hand, lou.seat, lou.event)] = lou
+    return out
+
+
+def _record_for(state: Any, hand_no: int) -> Any:
+    hand = getattr(state, "hand", None)
+    record = getattr(hand, "record", None) if hand is not None else None
+    return record if record is not None and record.hand == hand_no else None
+
+
+def advance(engine: Any, ctx: TableCtx, body: str | bytes | Event, at: EventRef) -> list[Fact]:
+    """Apply one stored event (version ``at.version``) to ``ctx`` in place; the facts it produced."""
+    event = decode_event(body) if isinstance(body, str | bytes) else body
+    before = ctx.state
+    after, _ruling, _accepted = engine.step(before, event)
+    # A stored event was accepted when it was appended (legal, or recorded as a violation). If an
+    # engine change refuses it now, keep folding with the reducer so the version stays aligned.
+    if after.version != before.version + 1:
+        after = engine.evolve(before, event)
+    ctx.state = after
+    if isinstance(event, TableOpened):
+        ctx.info = _info(ctx, event, after)
+    info = ctx.info
+    if info is None:
+        return []
+    facts: list[Fact] = []
+    if isinstance(event, HandStarted):
+        facts.append(
+            SnapshotTaken(info=info, at=at, hand=event.hand, state=bytes(engine.encode_state(after)))
+        )
+    old_lou_hu = _lou_hu(before)
+    for key, lou in _lou_hu(after).items():
+        if key in old_lou_hu:
+            continue
+        facts.append(
+            LouHuIncurred(
+                info=info, at=at, seat=lou.seat, hand=lou.hand, tile=_tile_name(lou.tile),
+                would_pay=lou.multiplier,
+            )
+        )  # fmt: skip
+    # Settlements: final when the engine produces them, except a self-draw on a 买码 table, which
+    # the ma_drawn event settles again; that one is held until ma_drawn (or the next hand).
+    if ctx.pending_ordinal and (isinstance(event, MaDrawn | HandStarted | TableClosed)):
+        source_state = before if isinstance(event, HandStarted) else after
+        if len(source_state.settlements) >= ctx.pending_ordinal:
+            s = source_state.settlements[ctx.pending_ordinal - 1]
+            facts.extend(_settled(ctx, info, at, ctx.pending_ordinal, s, _record_for(source_state, s.hand)))
+        ctx.pending_ordinal = 0
+    settled_before = len(before.settlements)
+    for i, settlement in enumerate(after.settlements[settled_before:], start=settled_before + 1):
+        record = _record_for(after, settlement.hand)
+        if _ma_may_follow(after, record):
+            ctx.pending_ordinal = i
+            continue
+        facts.extend(_settled(ctx, info, at, i, settlement, record))
+    if isinstance(event, SettlementReported):
+        lines = tuple(ReportedLine(from_=t.from_, to=t.to, amount=t.amount) for t in event.transfers)
+        computed = next((s for s in reversed(after.settlements) if s.hand == event.hand), None)
+        pending_hand = after.settlements[ctx.pending_ordinal - 1].hand if ctx.pending_ordinal else None
+        if computed is None or pending_hand == event.hand:
+            ctx.pending_reports[event.hand] = (at.version, lines)
+        else:
+            facts.append(_compared(info, at, event.hand, at.version, lines, computed))
+    return facts
+
+
+def _ma_may_follow(state: Any, record: Any) -> bool:
+    rules = getattr(state, "rules", None)
+    if rules is None or not rules.maima or record is None or record.ma_tile is not None:
+        return False
+    return record.end == "hu" and any(w.source is None for w in record.wins)
+
+
+def _settled(
+    ctx: TableCtx, info: TableInfo, at: EventRef, ordinal: int, settlement: Any, record: Any
+) -> list[Fact]:
+    out: list[Fact] = [HandSettled(info=info, at=at, ordinal=ordinal, settlement=settlement, record=record)]
+    pending = ctx.pending_reports.pop(settlement.hand, None)
+    if pending is not None:
+        out.append(_compared(info, at, settlement.hand, pending[0], pending[1], settlement))
+    return out
+
+
+def _compared(
+    info: TableInfo,
+    at: EventRef,
+    hand: int,
+    reported_event: int,
+    lines: tuple[ReportedLine, ...],
+    computed: Any,
+) -> SettlementCompared:
+    return SettlementCompared(
+        info=info, at=at, hand=hand, reported_event=reported_event, reported=lines, computed=computed
+    )
+
+
+def _tile_name(kind: int) -> str:
+    from domain.tiles import name
+
+    return name(kind)

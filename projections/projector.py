@@ -1,0 +1,299 @@
+"""The projector: follows the global log gap-free and keeps every read model up to date.
+
+* **Gap-free**: it reads with the store's ``read_all(after=(tx_id, position))``, which only returns
+  events of transactions older than every one still running, so an event committed late never
+  lands behind a checkpoint.
+* **Exactly once**: each read model has its own checkpoint row (``projection_checkpoints``). A
+  batch is applied in *one* transaction that takes the projector's advisory lock, reads the
+  checkpoints, writes every model's rows and moves its checkpoint. A crash rolls the whole batch
+  back; a restart resumes at the checkpoints; two projectors (two service processes, or a test
+  calling :meth:`Projector.catch_up` while the background one runs) serialise on the lock and
+  never apply an event twice.
+* **Per-table state**: settlements, 漏胡 and snapshots come from the engine, so the projector
+  folds each table incrementally, keeping its :class:`~projections.derive.TableCtx` in a bounded
+  LRU; a table whose cached state is not exactly one event behind is refolded from its events.
+* **Within a second**: the background :class:`ProjectorRunner` LISTENs on ``kwx_events`` (a
+  statement-level trigger on ``events`` NOTIFYs at each append's commit) and also polls every
+  ``poll_seconds`` as a safety net. Why not inline in the append: projection work would add to
+  append latency and fail appends for read-side reasons, and it would miss events written by
+  another process; NOTIFY wakes the projector in milliseconds wherever the append ran.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+import psycopg
+import structlog
+from sqlalchemy import delete, select
+from sqlalchemy.dialects.postgresql import insert
+
+from projections import registry
+from projections.derive import TableCtx, advance, new_ctx
+from projections.model import EventRef, Fact
+from projections.schema import OWNED, checkpoints
+from projections.sql import Connection, execute_many, fetch
+
+log = structlog.get_logger("kwx.projector")
+
+PROJECTOR_LOCK = 0x6B777870  # "kwxp": one projector batch at a time, across processes
+CHANNEL = "kwx_events"
+
+
+class StoredEventLike(Protocol):
+    table_id: str
+    version: int
+    position: int
+    tx_id: int
+    body: str
+
+
+class EventSource(Protocol):
+    """What the projector needs from the event store (services.store.events.EventStore)."""
+
+    def read_all(self, after: tuple[int, int] = (0, 0), limit: int = 1000) -> Sequence[StoredEventLike]: ...
+
+    def read_table(self, table_id: str, after: int = 0, limit: int = 100) -> Sequence[StoredEventLike]: ...
+
+    def head(self, table_id: str) -> Any: ...
+
+
+Checkpoint = tuple[int, int]
+
+
+class Projector:
+    def __init__(
+        self,
+        pool: Any,
+        source: EventSource,
+        engine: Any = None,
+        *,
+        names: Iterable[str] = registry.NAMES,
+        batch_size: int = 1000,
+        cache_size: int = 5000,
+    ) -> None:
+        if engine is None:
+            from domain import engine as domain_engine
+
+            engine = domain_engine
+        self.pool = pool
+        self.source = source
+        self.engine = engine
+        self.names = tuple(names)
+        self.batch_size = batch_size
+        self.cache_size = cache_size
+        self._tables: OrderedDict[str, TableCtx] = OrderedDict()
+        self._lock = threading.Lock()
+        self.refolds = 0
+        self.applied = 0
+
+    # ------------------------------------------------------------------ per-table state
+    def _ctx(self, table_id: str, version: int) -> TableCtx:
+        """The table's context after ``version − 1`` events (cached, else refolded)."""
+        ctx = self._tables.get(table_id)
+        if ctx is not None and ctx.state.version == version - 1:
+            self._tables.move_to_end(table_id)
+            return ctx
+        ctx = self._refold(table_id, version - 1)
+        self._tables[table_id] = ctx
+        while len(self._tables) > self.cache_size:
+            self._tables.popitem(last=False)
+        return ctx
+
+    def _refold(self, table_id: str, upto: int) -> TableCtx:
+        self.refolds += 1
+        head = self.source.head(table_id)
+        tenant = getattr(head, "tenant", "") if head is not None else ""
+        ctx = new_ctx(self.engine, table_id, tenant)
+        after = 0
+        while after < upto:
+            page = self.source.read_table(table_id, after=after, limit=min(1000, upto - after))
+            if not page:
+                break
+            for ev in page:
+                if ev.version > upto:
+                    break
+                advance(
+                    self.engine,
+                    ctx,
+                    ev.body,
+                    EventRef(version=ev.version, position=ev.position, tx_id=ev.tx_id),
+                )
+                after = ev.version
+        return ctx
+
+    # ------------------------------------------------------------------ checkpoints
+    def _checkpoints(self, conn: Connection, names: Sequence[str]) -> dict[str, Checkpoint]:
+        rows = fetch(conn, select(checkpoints.c.name, checkpoints.c.tx_id, checkpoints.c.position))
+        found = {name: (int(tx), int(pos)) for name, tx, pos in rows}
+        missing = [n for n in names if n not in found]
+        if missing:
+            execute_many(
+                conn,
+                insert(checkpoints).on_conflict_do_nothing(index_elements=["name"]),
+                [{"name": n, "tx_id": 0, "position": 0, "events": 0} for n in missing],
+            )
+            found.update({n: (0, 0) for n in missing})
+        return {n: found[n] for n in names}
+
+    def checkpoints(self) -> dict[str, Checkpoint]:
+        with self.pool.connection() as conn, conn.transaction():
+            return self._checkpoints(conn, self.names)
+
+    # ------------------------------------------------------------------ the loop
+    def run_once(self, names: Sequence[str] | None = None) -> int:
+        """Apply one batch of new events to the read models; the number of events read."""
+        names = tuple(names) if names is not None else self.names
+        with self._lock:
+            try:
+                return self._run_once(names)
+            except BaseException:
+                self._tables.clear()  # memory may be ahead of the rolled-back checkpoints
+                raise
+
+    def _run_once(self, names: Sequence[str]) -> int:
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROJECTOR_LOCK,))
+            cps = self._checkpoints(conn, names)
+            start = min(cps.values())
+            events = self.source.read_all(after=start, limit=self.batch_size)
+            if not events:
+                return 0
+            rows: dict[str, list[Any]] = {n: [] for n in names}
+            counts: dict[str, int] = dict.fromkeys(names, 0)
+            modules = [(n, registry.BY_NAME[n]) for n in names]
+            for ev in events:
+                key = (ev.tx_id, ev.position)
+                ctx = self._ctx(ev.table_id, ev.version)
+                facts: list[Fact] = advance(
+                    self.engine,
+                    ctx,
+                    ev.body,
+                    EventRef(version=ev.version, position=ev.position, tx_id=ev.tx_id),
+                )
+                for name, module in modules:
+                    if key > cps[name]:
+                        counts[name] += 1
+                        for fact in facts:
+                            rows[name].extend(module.rows(fact))
+            last = (events[-1].tx_id, events[-1].position)
+            for name, module in modules:
+                if counts[name] == 0:
+                    continue
+                module.write(conn, rows[name])
+                conn.execute(
+                    "UPDATE projection_checkpoints SET tx_id = %s, position = %s, events = events + %s "
+                    "WHERE name = %s",
+                    (last[0], last[1], counts[name], name),
+                )
+            self.applied += len(events)
+            return len(events)
+
+    def catch_up(self, names: Sequence[str] | None = None, max_seconds: float | None = None) -> int:
+        """Run batches until the log has nothing new; the number of events read."""
+        total = 0
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        while True:
+            n = self.run_once(names)
+            total += n
+            if n == 0 or (deadline is not None and time.monotonic() > deadline):
+                return total
+
+    # ------------------------------------------------------------------ rebuild
+    def reset(self, names: Sequence[str]) -> None:
+        """Empty the read models ``names`` and move their checkpoints back to position 0 — one
+        transaction, under the projector lock."""
+        unknown = [n for n in names if n not in registry.BY_NAME]
+        if unknown:
+            raise KeyError(f"unknown projection(s): {', '.join(unknown)}; known: {', '.join(registry.NAMES)}")
+        with self._lock, self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROJECTOR_LOCK,))
+            tables = [t.name for n in names for t in OWNED[n]]
+            conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY")
+            text_, params = _compiled_delete(names)
+            conn.execute(text_, params)
+            self._tables.clear()
+
+    def rebuild(self, names: Sequence[str] | None = None) -> int:
+        names = tuple(names) if names is not None else self.names
+        self.reset(names)
+        return self.catch_up(names)
+
+
+def _compiled_delete(names: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    from projections.sql import compiled
+
+    return compiled(delete(checkpoints).where(checkpoints.c.name.in_(list(names))))
+
+
+class ProjectorRunner:
+    """Runs a :class:`Projector` in a background thread: LISTEN ``kwx_events`` + a poll."""
+
+    def __init__(
+        self,
+        projector: Projector,
+        conninfo: str,
+        *,
+        poll_seconds: float = 0.5,
+        configure: Callable[[psycopg.Connection[Any]], None] | None = None,
+    ) -> None:
+        self.projector = projector
+        self.conninfo = conninfo
+        self.poll_seconds = poll_seconds
+        self.configure = configure
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.wakeups = 0
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="kwx-projector", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def _listen(self) -> psycopg.Connection[Any] | None:
+        try:
+            conn = psycopg.connect(self.conninfo, autocommit=True)
+            conn.execute(f"LISTEN {CHANNEL}")
+            return conn
+        except psycopg.Error as exc:
+            log.warning("projector_listen_failed", error=str(exc))
+            return None
+
+    def _run(self) -> None:
+        listener = self._listen()
+        try:
+            while not self._stop.is_set():
+                try:
+                    self.projector.catch_up(max_seconds=5.0)
+                except Exception as exc:  # keep the service up; the next wake-up retries
+                    log.exception("projector_batch_failed", error=str(exc))
+                    self._stop.wait(1.0)
+                self._wait(listener)
+                if listener is None or listener.closed:
+                    listener = self._listen()
+        finally:
+            if listener is not None:
+                listener.close()
+
+    def _wait(self, listener: psycopg.Connection[Any] | None) -> None:
+        if listener is None or listener.closed:
+            self._stop.wait(self.poll_seconds)
+            return
+        try:
+            for _ in listener.notifies(timeout=self.poll_seconds, stop_after=1):
+                self.wakeups += 1
+        except psycopg.Error as exc:
+            log.warning("projector_listen_lost", error=str(exc))
+            listener.close()
