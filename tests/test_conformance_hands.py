@@ -103,3 +103,88 @@ def test_disputed_vector_scores_as_the_rules_say(
     (result,) = kwx_score([json.dumps(line)], monkeypatch, capsys)
     assert {p["id"]: p["x"] for p in result["patterns"]} == {"an_si_gui_yi": 4, "qing_yi_se": 4}
     assert (result["multiplier"], result["payable"], result["allowed"]) == (16, 8, True)
+
+
+# -- kwx score: input handling ---------------------------------------------------------------------
+
+GOOD = {
+    "concealed": "4556p 123s 789s CCC",
+    "melds": [],
+    "win": "5p",
+    "self_draw": True,
+    "rules": {"preset": "default"},
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"concealed": "4556x 123s 789s CCC"}, "concealed", "unexpected character"),
+        ({"concealed": "4556p 123s 789s CC"}, "concealed", "must have 13"),
+        ({"win": "0p"}, "win", "unknown tile"),
+        ({"win": 5}, "win", "string"),
+        ({"melds": [{"kind": "chi", "tile": "5s"}]}, "melds[0].kind", "expected peng"),
+        ({"melds": [{"kind": "peng", "tile": "Z"}]}, "melds[0].tile", "unknown tile"),
+        ({"rules": {"preset": "nowhere"}}, "rules.preset", "unknown preset"),
+        ({"rules": {"preset": "default", "cap": "eight"}}, "rules.cap", "bad rule option"),
+        ({"rules": {"preset": "default", "no_such": 1}}, "rules.no_such", "unknown rule option"),
+        ({"self_draw": None}, "self_draw", "missing"),
+        ({"self_draw": False, "kong_draw": True}, "kong_draw", "self-draw"),
+        ({"self_draw": True, "robbed_kong": True}, "robbed_kong", "another player"),
+        ({"concealed": "5555p 123s 789s CCC"}, "concealed", "more than four of 5p"),
+        ({"win": "7p"}, "concealed", "not a winning hand"),
+    ],
+)
+def test_bad_input_is_an_error_line_naming_the_field(
+    change: dict[str, Any],
+    field: str,
+    words: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
+    (result,) = kwx_score([json.dumps(line)], monkeypatch, capsys)
+    assert result["error"]["field"] == field
+    assert words in result["error"]["message"]
+
+
+def test_every_line_answered_in_order_and_unknown_keys_ignored(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # given a good line with extra keys, a line of broken JSON, a blank line and a good line
+    lines = [
+        json.dumps({**GOOD, "id": "x", "expect": {"anything": 1}, "note": "ignored"}),
+        "{not json",
+        "",
+        json.dumps(GOOD),
+    ]
+    results = kwx_score(lines, monkeypatch, capsys)
+    assert len(results) == 3
+    assert results[0]["multiplier"] == 2 and results[2]["multiplier"] == 2
+    assert "invalid JSON" in results[1]["error"]["message"]
+    assert results[0]["decomposition"] == "456p 123s 789s CCC 55p"
+    assert results[0]["patterns"] == [{"id": "ka_wu_xing", "x": 2, "detail": "5p in 4-5-6p"}]
+    assert set(results[0]) >= {"capped", "min_required", "shu_kan", "cap_note"}
+
+
+def test_rules_default_to_the_default_preset(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = {k: v for k, v in GOOD.items() if k not in ("rules", "melds")}
+    (result,) = kwx_score([json.dumps(line)], monkeypatch, capsys)
+    assert (result["multiplier"], result["payable"], result["allowed"]) == (2, 2, True)
+
+
+def test_kong_chain_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # 杠上开花 after a chain of 3 kongs with kong_chain_kai_hua doubling: ×2 per kong = ×8.
+    line = {
+        "concealed": "123p 23s 99s",
+        "melds": [{"kind": "kong_concealed", "tile": "7s"}, {"kind": "kong_exposed", "tile": "9p"}],
+        "win": "1s",
+        "self_draw": True,
+        "kong_draw": True,
+        "kong_chain": 3,
+        "rules": {"preset": "uncapped", "kong_chain_kai_hua": "doubling"},
+    }
+    (result,) = kwx_score([json.dumps(line)], monkeypatch, capsys)
+    assert [(p["id"], p["x"]) for p in result["patterns"]] == [("gang_shang_kai_hua", 8)]
