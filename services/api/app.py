@@ -1,0 +1,128 @@
+"""The FastAPI application: routers, the one error handler, request ids and access logs.
+
+``create_app(container=…)`` serves an already built container (tests); ``create_app(settings)``
+builds one in the lifespan (``kwx serve``). Building the app connects to nothing, so ``kwx openapi``
+works without a database.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from psycopg_pool import PoolTimeout
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from services.api import health, tables
+from services.bootstrap import Container
+from services.errors import ServiceError
+from services.logs import get_logger
+from services.settings import Settings
+
+log = get_logger("kwx.api")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+DESCRIPTION = """Game-record service for 卡五星 (Ka Wu Xing): platforms append table event streams,
+every event is checked by the rules engine and stored once, hash-chained, never changed.
+Errors are always `{"error": code, "message": …}`. Authentication: `Authorization: Bearer KEY`."""
+
+
+def create_app(settings: Settings | None = None, container: Container | None = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        owned = None
+        if getattr(app.state, "container", None) is None:
+            from services.bootstrap import bootstrap
+
+            owned = app.state.container = bootstrap(settings)
+        try:
+            yield
+        finally:
+            if owned is not None:
+                owned.close()
+
+    app = FastAPI(title="kwx", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app.state.container = container
+    app.include_router(health.router)
+    app.include_router(tables.router)
+    _install_error_handlers(app)
+    app.add_middleware(RequestContext)
+    return app
+
+
+def _error(status: int, body: dict[str, Any]) -> JSONResponse:
+    return JSONResponse(body, status_code=status)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        log.info("refused", status=exc.status, error=exc.code, message=exc.message[:300])
+        return _error(exc.status, exc.body())
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        body = {"error": "malformed", "message": f"{first.get('msg', 'invalid input')} - at `{where}`",
+                "field": where}  # fmt: skip
+        return _error(422, body)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        return _error(
+            exc.status_code, {"error": codes.get(exc.status_code, "http_error"), "message": str(exc.detail)}
+        )
+
+    @app.exception_handler(PoolTimeout)
+    async def pool_timeout(request: Request, exc: PoolTimeout) -> JSONResponse:
+        log.warning("pool_timeout")
+        return _error(503, {"error": "unavailable", "message": "the database is busy; retry"})
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected_error")
+        return _error(500, {"error": "internal", "message": "internal error; see the service log"})
+
+
+class RequestContext:
+    """Pure ASGI middleware: X-Request-ID in (if sane) and out, bound to every log line, and one
+    access line per request (method, path, status, ms). Headers are never logged (keys)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"x-request-id"), "")
+        request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+        started = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            log.info("request", method=scope["method"], path=scope["path"], status=status,
+                     ms=round((time.perf_counter() - started) * 1000, 2))  # fmt: skip
+            structlog.contextvars.clear_contextvars()

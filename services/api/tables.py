@@ -1,0 +1,189 @@
+"""``/v1/tables/{table_id}/events``: append (platform keys) and read (platform and support keys)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+import structlog
+from fastapi import APIRouter, Depends, Query, Request, Response
+from msgspec import Meta
+from starlette.concurrency import run_in_threadpool
+
+from domain.events import Event
+from services.api import schemas
+from services.api.deps import check_table_id, get_container, get_principal, require_role
+from services.bootstrap import Container
+from services.errors import BadRequest, BatchTooLarge, Forbidden, Malformed, NotFound, PayloadTooLarge
+from services.logs import get_logger
+from services.store.keys import Principal
+
+router = APIRouter(prefix="/v1/tables", tags=["tables"])
+log = get_logger("kwx.api")
+
+MAX_VERSION = 2**62
+_encoder = msgspec.json.Encoder()
+
+
+class AppendBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    events: Annotated[list[Event], Meta(min_length=1)]
+    expected_version: Annotated[int, Meta(ge=0, le=MAX_VERSION)] | None = None
+
+
+_decoder = msgspec.json.Decoder(AppendBody)
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": schemas.ErrorBody, "description": text}
+    for code, text in [
+        (401, "missing or unknown API key"),
+        (403, "wrong role, or another tenant's table"),
+        (404, "no such table"),
+        (409, "version_conflict (with current_version) or id_conflict"),
+        (413, "body or batch too large"),
+        (422, "illegal_event (index, rule, message) or malformed input (field)"),
+    ]
+}
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise BadRequest("bad Content-Length")
+        if int(declared) > limit:
+            raise PayloadTooLarge(f"body larger than {limit} bytes", limit=limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"body larger than {limit} bytes", limit=limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _field_of(message: str) -> str | None:
+    marker = " - at `"
+    return message.split(marker, 1)[1].rstrip("`") if marker in message else None
+
+
+def decode_append(raw: bytes) -> AppendBody:
+    try:
+        body = _decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        raise Malformed(text, field=_field_of(text)) from None
+    except msgspec.DecodeError as exc:
+        raise BadRequest(f"body is not valid JSON: {exc}") from None
+    if b"\\u0000" in raw:  # PostgreSQL text cannot hold NUL: name the field instead of failing later
+        for i, event in enumerate(body.events):
+            path = _nul_path(msgspec.to_builtins(event), f"$.events[{i}]")
+            if path is not None:
+                raise Malformed(f"NUL character not allowed - at `{path}`", field=path)
+    return body
+
+
+def _nul_path(value: Any, path: str) -> str | None:
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key:
+                return path
+            found = _nul_path(item, f"{path}.{key}")
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _nul_path(item, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+@router.post(
+    "/{table_id}/events",
+    operation_id="tables-append_events",
+    summary="Append events to a table, atomically",
+    status_code=201,
+    response_model=schemas.AppendResponse,
+    responses=_ERRORS,  # type: ignore[arg-type]
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": schemas.AppendRequest.model_json_schema()}},
+        }
+    },
+)
+async def append_events(
+    table_id: str,
+    request: Request,
+    principal: Annotated[Principal, Depends(get_principal)],
+    container: Annotated[Container, Depends(get_container)],
+) -> Response:
+    check_table_id(table_id)
+    structlog.contextvars.bind_contextvars(table_id=table_id)
+    require_role(principal, "platform")
+    settings = container.settings
+    raw = await read_body(request, settings.max_body_bytes)
+    body = decode_append(raw)
+    if len(body.events) > settings.max_batch:
+        raise BatchTooLarge(
+            f"{len(body.events)} events in one batch; at most {settings.max_batch}", limit=settings.max_batch
+        )
+    result = await run_in_threadpool(
+        container.store.append, principal.tenant, table_id, body.expected_version, body.events
+    )
+    log.info(
+        "append",
+        outcome="replayed" if result.replayed else "stored",
+        count=result.count,
+        version=result.version,
+        recorded_violations=len(result.rulings),
+    )
+    return Response(_encoder.encode(result.body()), status_code=201, media_type="application/json")
+
+
+@router.get(
+    "/{table_id}/events",
+    operation_id="tables-read_events",
+    summary="Read a table's stored events in version order",
+    response_model=schemas.EventsPage,
+    responses=_ERRORS,  # type: ignore[arg-type]
+)
+def read_events(
+    table_id: str,
+    principal: Annotated[Principal, Depends(get_principal)],
+    container: Annotated[Container, Depends(get_container)],
+    after: Annotated[int, Query(ge=0, le=MAX_VERSION, description="versions greater than this")] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> Response:
+    check_table_id(table_id)
+    structlog.contextvars.bind_contextvars(table_id=table_id)
+    require_role(principal, "platform", "support")
+    head = container.store.head(table_id)
+    if head is None:
+        raise NotFound(f"no table {table_id!r}")
+    if head.tenant != principal.tenant:
+        raise Forbidden("this table belongs to another tenant")
+    rows = container.store.read_table(table_id, after, limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    page = {
+        "table_id": table_id,
+        "version": head.version,
+        "events": [
+            {
+                "version": r.version,
+                "position": r.position,
+                "recorded_at": r.recorded_at.isoformat(),
+                "id": r.event_id,
+                "type": r.type,
+                "event": msgspec.Raw(r.body.encode()),
+                "ruling": msgspec.Raw(r.ruling.encode()) if r.ruling is not None else None,
+            }
+            for r in rows
+        ],
+        "next_after": rows[-1].version if more else None,
+    }
+    return Response(_encoder.encode(page), media_type="application/json")

@@ -1,0 +1,26 @@
+"""kwx migrate: apply the Alembic migrations (DATABASE_URL, else the embedded PostgreSQL)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--revision", default="head", help="target revision (default: head)")
+    parser.add_argument("--down", action="store_true", help="downgrade to --revision instead (e.g. base)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from services import migrate
+    from services.bootstrap import database_url
+    from services.db import describe
+    from services.settings import Settings
+
+    settings = Settings.from_env()
+    url = database_url(settings)
+    if args.down:
+        migrate.downgrade(url, settings.db_role, args.revision)
+    else:
+        migrate.upgrade(url, settings.db_role, args.revision)
+    print(f"{describe(url)}: at revision {migrate.current(url) or 'base'}")
+    return 0

@@ -1,0 +1,33 @@
+"""kwx serve [--host 127.0.0.1] [--port 8000]: the HTTP service (CONTRACT.md §4)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from services.api.app import create_app
+    from services.bootstrap import bootstrap
+    from services.db import describe
+    from services.settings import Settings
+
+    settings = Settings.from_env()
+    container = bootstrap(settings)  # starts the embedded PostgreSQL if needed, migrates
+    where = "DATABASE_URL" if settings.database_url else f"embedded, data in {settings.data_dir.resolve()}"
+    print(f"kwx: database {describe(container.database_url)} ({where}), migrated")
+    print(f"kwx: rules engine: {container.engine.name}")
+    print(f"kwx: listening on http://{args.host}:{args.port}  (health: /v1/health, docs: /docs)")
+    print("kwx: create a key with:  .venv/bin/kwx keys create --tenant NAME --role platform", flush=True)
+    try:
+        uvicorn.run(create_app(settings, container), host=args.host, port=args.port, access_log=False,
+                    log_level="warning")  # fmt: skip
+    finally:
+        container.close()
+    return 0

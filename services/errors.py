@@ -1,0 +1,76 @@
+"""Every error the service answers with, in one place.
+
+A :class:`ServiceError` carries its HTTP status, a stable ``error`` code, a message and extra
+fields; the one exception handler (``services.api.app``) turns it into
+``{"error": code, "message": …, **extra}``. Store code raises these after translating driver
+errors (``services.store.events``); routes never raise ``HTTPException`` for business outcomes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ServiceError(Exception):
+    status: int = 500
+    code: str = "internal"
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.code, "message": self.message, **self.extra}
+
+
+class BadRequest(ServiceError):
+    status, code = 400, "bad_request"
+
+
+class Malformed(ServiceError):
+    """Not the shape the contract asks for; ``field`` names the JSON path."""
+
+    status, code = 422, "malformed"
+
+
+class InvalidTableId(ServiceError):
+    status, code = 422, "invalid_table_id"
+
+
+class Unauthorized(ServiceError):
+    status, code = 401, "unauthorized"
+
+
+class Forbidden(ServiceError):
+    status, code = 403, "forbidden"
+
+
+class NotFound(ServiceError):
+    status, code = 404, "not_found"
+
+
+class VersionConflict(ServiceError):
+    status, code = 409, "version_conflict"
+
+
+class IdConflict(ServiceError):
+    status, code = 409, "id_conflict"
+
+
+class PayloadTooLarge(ServiceError):
+    status, code = 413, "payload_too_large"
+
+
+class BatchTooLarge(ServiceError):
+    status, code = 413, "batch_too_large"
+
+
+class IllegalEvent(ServiceError):
+    """The engine refused an event: ``index`` in the batch, ``rule`` (the ruling code), ``message``."""
+
+    status, code = 422, "illegal_event"
+
+
+class Unavailable(ServiceError):
+    status, code = 503, "unavailable"

@@ -1,0 +1,28 @@
+"""structlog as JSON lines on stdout: request id and table id bound per request (contextvars)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import structlog
+
+
+def configure(level: str = "info") -> None:
+    numeric = getattr(logging, level.upper(), logging.INFO)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.dict_tracebacks,
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stdout),
+        cache_logger_on_first_use=True,
+    )
+
+
+def get_logger(name: str = "kwx") -> structlog.typing.FilteringBoundLogger:
+    return structlog.get_logger(name)  # type: ignore[no-any-return]

@@ -1,0 +1,40 @@
+"""Apply the Alembic migrations under ``migrations/`` (used by `kwx migrate` and the service's start)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
+
+
+def _config(url: str, role: str):  # type: ignore[no-untyped-def]
+    from alembic.config import Config
+
+    cfg = Config(str(MIGRATIONS_DIR / "alembic.ini"))
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["url"] = url
+    cfg.attributes["db_role"] = role
+    return cfg
+
+
+def upgrade(url: str, role: str = "kwx_app", revision: str = "head") -> None:
+    from alembic import command
+
+    command.upgrade(_config(url, role), revision)
+
+
+def downgrade(url: str, role: str = "kwx_app", revision: str = "base") -> None:
+    from alembic import command
+
+    command.downgrade(_config(url, role), revision)
+
+
+def current(url: str) -> str | None:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        exists = conn.execute("SELECT to_regclass('alembic_version')").fetchone()
+        if not exists or exists[0] is None:
+            return None
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        return row[0] if row else None

@@ -1,0 +1,46 @@
+"""Settings, read from the environment once, by the composition root (never at import time).
+
+| variable | default | meaning |
+|---|---|---|
+| ``DATABASE_URL`` | unset | PostgreSQL ≥ 15 (owner credentials: migrations run with them); unset → embedded |
+| ``KWX_DATA_DIR`` | ``.kwx`` | where the embedded PostgreSQL keeps its data |
+| ``KWX_DB_ROLE`` | ``kwx_app`` | role the pool ``SET ROLE``s to (INSERT/SELECT only on events) |
+| ``KWX_POOL_SIZE`` | ``4`` | psycopg_pool max size (2 cores → 4 connections keep them busy) |
+| ``KWX_MAX_BODY_BYTES`` | ``1048576`` | largest request body (413 beyond) |
+| ``KWX_MAX_BATCH`` | ``1000`` | most events in one append (413 beyond) |
+| ``KWX_SNAPSHOT_EVERY`` | ``50`` | write the table's state snapshot when it is this many events old |
+| ``KWX_LOG_LEVEL`` | ``info`` | structlog level |
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    database_url: str | None = None
+    data_dir: Path = Path(".kwx")
+    db_role: str = "kwx_app"
+    pool_size: int = 4
+    max_body_bytes: int = 1 << 20
+    max_batch: int = 1000
+    snapshot_every: int = 50
+    log_level: str = "info"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        return cls(
+            database_url=env.get("DATABASE_URL") or None,
+            data_dir=Path(env.get("KWX_DATA_DIR") or ".kwx"),
+            db_role=env.get("KWX_DB_ROLE") or "kwx_app",
+            pool_size=int(env.get("KWX_POOL_SIZE") or 4),
+            max_body_bytes=int(env.get("KWX_MAX_BODY_BYTES") or (1 << 20)),
+            max_batch=int(env.get("KWX_MAX_BATCH") or 1000),
+            snapshot_every=int(env.get("KWX_SNAPSHOT_EVERY") or 50),
+            log_level=(env.get("KWX_LOG_LEVEL") or "info").lower(),
+        )

@@ -1,0 +1,1 @@
+"""The event store on PostgreSQL: events, table heads, API keys."""

@@ -1,0 +1,28 @@
+"""The hash chain of a table (docs/operations.md, "Hash chain").
+
+    h_0 = SHA-256("kwx-chain-v1:" + table_id)           (UTF-8)
+    h_n = SHA-256(h_{n-1} || canonical_bytes(event_n))   (h as 32 raw bytes)
+
+``canonical_bytes`` is ``domain.events.canonical_bytes``: the event as JSON with keys sorted, no
+whitespace, every field present (``"at": null`` included). ``events.hash`` of version n holds h_n
+and ``table_heads.last_hash`` the latest. Seeding with the table id binds every chain to its table:
+a row copied from another table does not verify.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from domain.events import Event, canonical_bytes
+
+
+def genesis(table_id: str) -> bytes:
+    return hashlib.sha256(b"kwx-chain-v1:" + table_id.encode()).digest()
+
+
+def link(previous: bytes, canonical: bytes) -> bytes:
+    return hashlib.sha256(previous + canonical).digest()
+
+
+def link_event(previous: bytes, event: Event) -> bytes:
+    return link(previous, canonical_bytes(event))

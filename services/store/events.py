@@ -1,0 +1,417 @@
+"""The append-only event store (docs/operations.md).
+
+``append`` is one transaction: lock the table's head row (``FOR UPDATE``), check the expected
+version, step every event through the engine from the table's current state, ``COPY`` the batch
+with its hash chain, move the head. Any failure rolls everything back. The state comes from an
+in-process cache keyed by table and checked against the locked head's version, else from the head's
+snapshot plus the events after it — never a refold of the whole table per request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import msgspec
+import psycopg
+import sqlalchemy as sa
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool
+
+from domain.events import Event, EventDecodeError, canonical_bytes
+from domain.events import decode as decode_event
+from services.db import fetch
+from services.engine_adapter import Engine
+from services.errors import Forbidden, IdConflict, IllegalEvent, Malformed, VersionConflict
+from services.store import chain
+from services.store.schema import events as ev
+from services.store.schema import table_heads as heads
+
+_json = msgspec.json.Encoder()
+
+_COPY = "COPY events (table_id, version, event_id, type, body, ruling, hash) FROM STDIN"
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    table_id: str
+    tenant: str
+    version: int
+    last_hash: bytes
+    snapshot_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    table_id: str
+    version: int  # the table's version after the batch (the last event's version)
+    first_version: int
+    count: int
+    rulings: list[dict[str, Any]] = field(default_factory=list)  # recorded violations, with index
+    replayed: bool = False  # True when every event was already stored (idempotent re-send)
+
+    def body(self) -> dict[str, Any]:
+        return {"table_id": self.table_id, "version": self.version, "first_version": self.first_version,
+                "count": self.count, "rulings": self.rulings}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    table_id: str
+    version: int
+    position: int
+    tx_id: int
+    recorded_at: datetime
+    event_id: str
+    type: str
+    body: str  # the event as JSON text (jsonb output)
+    ruling: str | None  # JSON text, or None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenLink:
+    table_id: str
+    version: int
+    reason: str
+
+
+def _tag(event: Event) -> str:
+    return str(type(event).__struct_config__.tag)
+
+
+class _StateCache:
+    """(version, state) per table, bounded LRU; a hit counts only if its version is the head's."""
+
+    def __init__(self, capacity: int = 20_000) -> None:
+        self._data: OrderedDict[str, tuple[int, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._capacity = capacity
+        self.hits = self.misses = 0
+
+    def get(self, table_id: str, version: int) -> Any | None:
+        with self._lock:
+            item = self._data.get(table_id)
+            if item is not None and item[0] == version:
+                self._data.move_to_end(table_id)
+                self.hits += 1
+                return item[1]
+            self.misses += 1
+            return None
+
+    def put(self, table_id: str, version: int, state: Any) -> None:
+        with self._lock:
+            current = self._data.get(table_id)
+            if current is not None and current[0] > version:
+                return
+            self._data[table_id] = (version, state)
+            self._data.move_to_end(table_id)
+            while len(self._data) > self._capacity:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+class EventStore:
+    def __init__(self, pool: ConnectionPool, engine: Engine, *, snapshot_every: int = 50) -> None:
+        self.pool = pool
+        self.engine = engine
+        self.snapshot_every = max(1, snapshot_every)
+        self.cache = _StateCache()
+
+    # ------------------------------------------------------------------ append
+    def append(
+        self, tenant: str, table_id: str, expected_version: int | None, events: Sequence[Event]
+    ) -> AppendResult:
+        canon = [canonical_bytes(e) for e in events]
+        seen: dict[str, int] = {}
+        for i, e in enumerate(events):
+            if e.id in seen:
+                message = f"event id {e.id!r} appears twice in the batch (indexes {seen[e.id]} and {i})"
+                raise Malformed(message, field=f"$.events[{i}].id", index=i)
+            seen[e.id] = i
+        with self.pool.connection() as conn:
+            try:
+                with conn.transaction():
+                    result, state = self._append_tx(conn, tenant, table_id, expected_version, events, canon)
+            except pg_errors.UniqueViolation as exc:
+                constraint = exc.diag.constraint_name
+                with conn.transaction():
+                    if constraint == "events_table_event_id":
+                        replay = self._replay(conn, table_id, events, canon)
+                        if replay is not None:
+                            return replay
+                    current = self._current_version(conn, table_id)
+                raise VersionConflict(
+                    "the table moved on while appending; read it and retry", current_version=current
+                ) from None
+        if state is not None:
+            self.cache.put(table_id, result.version, state)
+        return result
+
+    def _append_tx(
+        self,
+        conn: psycopg.Connection[Any],
+        tenant: str,
+        table_id: str,
+        expected: int | None,
+        events: Sequence[Event],
+        canon: list[bytes],
+    ) -> tuple[AppendResult, Any]:
+        head = self._lock_head(conn, table_id)
+        if head is None:
+            conn.execute(
+                "INSERT INTO table_heads (table_id, tenant, version, last_hash) VALUES (%s, %s, 0, %s) "
+                "ON CONFLICT (table_id) DO NOTHING",
+                (table_id, tenant, chain.genesis(table_id)),
+            )
+            head = self._lock_head(conn, table_id)
+            assert head is not None
+        if head.tenant != tenant:
+            raise Forbidden("this table belongs to another tenant")
+        if expected is not None and expected != head.version:
+            replay = self._replay(conn, table_id, events, canon)
+            if replay is not None:
+                return replay, None
+            raise VersionConflict(
+                f"expected version {expected}, the table is at {head.version}", current_version=head.version
+            )
+        state = self._state_at(conn, head)
+        version, previous = head.version, head.last_hash
+        rows: list[tuple[Any, ...]] = []
+        rulings: list[dict[str, Any]] = []
+        step = self.engine.step
+        for i, event in enumerate(events):
+            verdict = step(state, event)
+            if not verdict.accepted:
+                replay = self._replay(conn, table_id, events, canon)
+                if replay is not None:
+                    return replay, None
+                ruling = dict(verdict.ruling or {"rule": "sequence", "message": "refused"})
+                message = str(ruling.pop("message", "illegal event"))
+                raise IllegalEvent(message, index=i, event_id=event.id, **ruling)
+            version += 1
+            previous = chain.link(previous, canon[i])
+            ruling_text = None
+            if verdict.ruling is not None:
+                rulings.append({"index": i, "version": version, **verdict.ruling})
+                ruling_text = _json.encode(verdict.ruling).decode()
+            rows.append((table_id, version, event.id, _tag(event), canon[i].decode(), ruling_text, previous))
+            state = verdict.state
+        with conn.cursor() as cur, cur.copy(_COPY) as copy:
+            for row in rows:
+                copy.write_row(row)
+        if version - head.snapshot_version >= self.snapshot_every:
+            conn.execute(
+                "UPDATE table_heads SET version = %s, last_hash = %s, snapshot = %s, snapshot_version = %s, "
+                "updated_at = now() WHERE table_id = %s",
+                (version, previous, self.engine.encode_state(state), version, table_id),
+            )
+        else:
+            conn.execute(
+                "UPDATE table_heads SET version = %s, last_hash = %s, updated_at = now() WHERE table_id = %s",
+                (version, previous, table_id),
+            )
+        result = AppendResult(table_id, version, head.version + 1, len(events), rulings)
+        return result, state
+
+    def _lock_head(self, conn: psycopg.Connection[Any], table_id: str) -> Head | None:
+        row = conn.execute(
+            "SELECT tenant, version, last_hash, snapshot_version FROM table_heads"
+            " WHERE table_id = %s FOR UPDATE",
+            (table_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        return Head(table_id, row[0], row[1], bytes(row[2]), row[3])
+
+    def _current_version(self, conn: psycopg.Connection[Any], table_id: str) -> int:
+        rows = fetch(conn, sa.select(heads.c.version).where(heads.c.table_id == table_id))
+        return int(rows[0][0]) if rows else 0
+
+    def _state_at(self, conn: psycopg.Connection[Any], head: Head) -> Any:
+        """The engine state after ``head.version``: cache, else snapshot + the events after it."""
+        cached = self.cache.get(head.table_id, head.version)
+        if cached is not None:
+            return cached
+        state = self.engine.initial()
+        start = 0
+        if head.snapshot_version > 0:
+            rows = fetch(conn, sa.select(heads.c.snapshot).where(heads.c.table_id == head.table_id))
+            if rows and rows[0][0] is not None:
+                state = self.engine.decode_state(bytes(rows[0][0]))
+                start = head.snapshot_version
+        if start < head.version:
+            stmt = (
+                sa.select(sa.cast(ev.c.body, sa.Text))
+                .where(ev.c.table_id == head.table_id, ev.c.version > start)
+                .order_by(ev.c.version)
+            )
+            for (body,) in fetch(conn, stmt):
+                state = self.engine.step(state, decode_event(body)).state
+        return state
+
+    def _replay(
+        self, conn: psycopg.Connection[Any], table_id: str, events: Sequence[Event], canon: list[bytes]
+    ) -> AppendResult | None:
+        """The original answer when every event of the batch is already stored with the same
+        content; ``IdConflict`` when an id is stored with other content (or only part of the batch
+        is stored); None when none of the ids is stored."""
+        ids = [e.id for e in events]
+        stmt = sa.select(
+            ev.c.event_id, ev.c.version, sa.cast(ev.c.body, sa.Text), sa.cast(ev.c.ruling, sa.Text)
+        ).where(ev.c.table_id == table_id, ev.c.event_id.in_(ids))
+        found = {row[0]: row for row in fetch(conn, stmt)}
+        if not found:
+            return None
+        for i, e in enumerate(events):
+            row = found.get(e.id)
+            if row is not None and _canonical_text(row[2]) != canon[i]:
+                raise IdConflict(
+                    f"event id {e.id!r} is already stored (version {row[1]}) with other content",
+                    index=i, event_id=e.id, version=row[1],
+                )  # fmt: skip
+        if len(found) != len(events):
+            first = next(i for i, e in enumerate(events) if e.id in found)
+            raise IdConflict(
+                "part of this batch is already stored: re-send only the events that are not",
+                index=first, event_id=events[first].id, version=found[events[first].id][1],
+            )  # fmt: skip
+        versions = [found[e.id][1] for e in events]
+        if versions != list(range(versions[0], versions[0] + len(versions))):
+            raise IdConflict("these events are stored, but not as one batch in this order", index=0,
+                             event_id=events[0].id)  # fmt: skip
+        rulings = [
+            {"index": i, "version": found[e.id][1], **msgspec.json.decode(found[e.id][3])}
+            for i, e in enumerate(events)
+            if found[e.id][3] is not None
+        ]
+        return AppendResult(table_id, versions[-1], versions[0], len(events), rulings, replayed=True)
+
+    # ------------------------------------------------------------------ reads
+    def head(self, table_id: str) -> Head | None:
+        stmt = sa.select(heads.c.tenant, heads.c.version, heads.c.last_hash, heads.c.snapshot_version).where(
+            heads.c.table_id == table_id
+        )
+        with self.pool.connection() as conn:
+            rows = fetch(conn, stmt)
+        if not rows:
+            return None
+        tenant, version, last_hash, snapshot_version = rows[0]
+        return Head(table_id, tenant, version, bytes(last_hash), snapshot_version)
+
+    def read_table(self, table_id: str, after: int = 0, limit: int = 100) -> list[StoredEvent]:
+        """Events of one table with version > ``after``, in version order."""
+        stmt = (
+            _stored_columns()
+            .where(ev.c.table_id == table_id, ev.c.version > after)
+            .order_by(ev.c.version)
+            .limit(limit)
+        )
+        with self.pool.connection() as conn:
+            return [_stored(row) for row in fetch(conn, stmt)]
+
+    def read_all(self, after: tuple[int, int] = (0, 0), limit: int = 1000) -> list[StoredEvent]:
+        """The global log, gap-free: events committed by transactions older than every transaction
+        still running, in (tx_id, position) order, strictly after the checkpoint ``after`` =
+        (tx_id, position) of the last event seen. Pass the last event's ``(tx_id, position)`` back
+        as the next ``after``; an event committed late can never land before it (docs/operations.md).
+        """
+        tx, pos = after
+        stmt = (
+            _stored_columns()
+            .where(
+                sa.text("(events.tx_id, events.position) > (CAST(:tx AS xid8), :pos)").bindparams(
+                    tx=str(tx), pos=pos
+                ),
+                sa.text("events.tx_id < pg_snapshot_xmin(pg_current_snapshot())"),
+            )
+            .order_by(ev.c.tx_id, ev.c.position)
+            .limit(limit)
+        )
+        with self.pool.connection() as conn:
+            return [_stored(row) for row in fetch(conn, stmt)]
+
+    # ------------------------------------------------------------------ verify
+    def verify(self, table_id: str | None = None) -> tuple[int, int, list[BrokenLink]]:
+        """Recompute every table's hash chain. Returns (tables, events, first broken link per table)."""
+        problems: list[BrokenLink] = []
+        tables = checked = 0
+        with self.pool.connection() as conn:
+            head_stmt = sa.select(heads.c.table_id, heads.c.version, heads.c.last_hash).order_by(
+                heads.c.table_id
+            )
+            if table_id is not None:
+                head_stmt = head_stmt.where(heads.c.table_id == table_id)
+            for tid, head_version, last_hash in fetch(conn, head_stmt):
+                tables += 1
+                broken, n = self._verify_table(conn, tid, head_version, bytes(last_hash))
+                checked += n
+                if broken is not None:
+                    problems.append(broken)
+        return tables, checked, problems
+
+    def _verify_table(
+        self, conn: psycopg.Connection[Any], table_id: str, head_version: int, last_hash: bytes
+    ) -> tuple[BrokenLink | None, int]:
+        previous = chain.genesis(table_id)
+        expected_version = 0
+        with conn.transaction(), conn.cursor(name="kwx_verify") as cur:
+            cur.itersize = 2000
+            cur.execute(
+                "SELECT version, body::text, hash FROM events WHERE table_id = %s ORDER BY version",
+                (table_id,),
+            )
+            for version, body, stored_hash in cur:
+                expected_version += 1
+                if version != expected_version:
+                    return BrokenLink(
+                        table_id, expected_version, f"version {expected_version} is missing"
+                    ), version
+                try:
+                    canonical = canonical_bytes(decode_event(body))
+                except EventDecodeError as exc:
+                    return BrokenLink(
+                        table_id, version, f"stored body is not a valid event: {exc.message}"
+                    ), version
+                previous = chain.link(previous, canonical)
+                if previous != bytes(stored_hash):
+                    return BrokenLink(
+                        table_id, version, "hash mismatch: the event or an earlier one changed"
+                    ), version
+        if expected_version != head_version:
+            reason = f"head says version {head_version}, events end at {expected_version}"
+            return BrokenLink(table_id, expected_version + 1, reason), expected_version
+        if previous != last_hash:
+            return BrokenLink(table_id, head_version, "head hash differs from the chain"), expected_version
+        return None, expected_version
+
+
+def _canonical_text(body: str) -> bytes:
+    try:
+        return canonical_bytes(decode_event(body))
+    except EventDecodeError:
+        return b""
+
+
+def _stored_columns() -> sa.Select[Any]:
+    return sa.select(
+        ev.c.table_id,
+        ev.c.version,
+        ev.c.position,
+        sa.cast(ev.c.tx_id, sa.Text),
+        ev.c.recorded_at,
+        ev.c.event_id,
+        ev.c.type,
+        sa.cast(ev.c.body, sa.Text),
+        sa.cast(ev.c.ruling, sa.Text),
+    )
+
+
+def _stored(row: tuple[Any, ...]) -> StoredEvent:
+    return StoredEvent(row[0], row[1], row[2], int(row[3]), row[4], row[5], row[6], row[7], row[8])

@@ -1,0 +1,47 @@
+"""The tables as SQLAlchemy Core metadata, for queries (the DDL itself is in migrations/)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import BYTEA, JSONB
+
+metadata = sa.MetaData()
+
+table_heads = sa.Table(
+    "table_heads",
+    metadata,
+    sa.Column("table_id", sa.Text, primary_key=True),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("version", sa.BigInteger, nullable=False),
+    sa.Column("last_hash", BYTEA, nullable=False),
+    sa.Column("snapshot", BYTEA),
+    sa.Column("snapshot_version", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True)),
+    sa.Column("updated_at", sa.DateTime(timezone=True)),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column("position", sa.BigInteger, primary_key=True),
+    sa.Column("table_id", sa.Text, nullable=False),
+    sa.Column("version", sa.BigInteger, nullable=False),
+    sa.Column("event_id", sa.Text, nullable=False),
+    sa.Column("type", sa.Text, nullable=False),
+    sa.Column("body", JSONB, nullable=False),
+    sa.Column("recorded_at", sa.DateTime(timezone=True)),
+    sa.Column("tx_id", sa.Text),  # xid8; read as text (::text) and turned into an int
+    sa.Column("ruling", JSONB),
+    sa.Column("hash", BYTEA, nullable=False),
+)
+
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("key_id", sa.Text, primary_key=True),
+    sa.Column("key_hash", BYTEA, nullable=False),
+    sa.Column("tenant", sa.Text, nullable=False),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True)),
+    sa.Column("revoked_at", sa.DateTime(timezone=True)),
+)

@@ -1,0 +1,207 @@
+"""The event store against a real PostgreSQL: atomic appends, optimistic concurrency, idempotency,
+immutability (trigger and role), the hash chain, and the gap-free global read."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from domain.events import canonical_bytes, convert
+from domain.events import decode as decode_event
+from services.errors import Forbidden, IdConflict, IllegalEvent, VersionConflict
+from services.store.events import EventStore
+from tests.service.streams import legal_table, relabel
+
+pytestmark = pytest.mark.db
+
+
+def events_of(wire: list[dict[str, Any]]) -> list[Any]:
+    return [convert(e) for e in wire]
+
+
+def new_table() -> str:
+    return "st-" + uuid.uuid4().hex[:12]
+
+
+@pytest.fixture()
+def store(container: Any) -> EventStore:
+    return container.store  # type: ignore[no-any-return]
+
+
+def test_append_then_read_back_the_same_canonical_events(store: EventStore) -> None:
+    table, wire = new_table(), legal_table(1)
+    result = store.append("acme", table, 0, events_of(wire))
+    assert (result.version, result.first_version, result.count) == (len(wire), 1, len(wire))
+    stored = store.read_table(table, 0, 10_000)
+    assert [s.version for s in stored] == list(range(1, len(wire) + 1))
+    assert [canonical_bytes(decode_event(s.body)) for s in stored] == [
+        canonical_bytes(e) for e in events_of(wire)
+    ]
+    positions = [s.position for s in stored]
+    assert positions == sorted(positions) and len(set(positions)) == len(positions)
+
+
+def test_a_batch_continues_from_the_current_version(store: EventStore) -> None:
+    table, wire = new_table(), legal_table(2)
+    cut = len(wire) // 2
+    store.append("acme", table, 0, events_of(wire[:cut]))
+    store.cache.clear()  # the second batch must find the state without the cache (snapshot/refold)
+    result = store.append("acme", table, cut, events_of(wire[cut:]))
+    assert (result.first_version, result.version) == (cut + 1, len(wire))
+
+
+def test_resending_the_same_batch_answers_the_same_and_stores_once(store: EventStore) -> None:
+    table, wire = new_table(), legal_table(3)
+    first = store.append("acme", table, 0, events_of(wire))
+    again = store.append("acme", table, 0, events_of(wire))
+    without_check = store.append("acme", table, None, events_of(wire))
+    assert again.body() == first.body() == without_check.body()
+    assert again.replayed and not first.replayed
+    assert len(store.read_table(table, 0, 10_000)) == len(wire)
+
+
+def test_an_id_reused_with_other_content_is_an_id_conflict(store: EventStore) -> None:
+    table, wire = new_table(), legal_table(4)
+    store.append("acme", table, 0, events_of(wire[:3]))
+    changed = dict(wire[2], at="2026-01-01T00:00:00Z")
+    with pytest.raises(IdConflict) as info:
+        store.append("acme", table, 2, events_of([changed]))
+    assert info.value.extra["event_id"] == wire[2]["id"]
+    assert store.head(table).version == 3  # type: ignore[union-attr]
+
+
+def test_a_wrong_expected_version_is_a_version_conflict_with_the_current_version(store: EventStore) -> None:
+    table, wire = new_table(), legal_table(5)
+    store.append("acme", table, 0, events_of(wire[:4]))
+    with pytest.raises(VersionConflict) as info:
+        store.append("acme", table, 2, events_of(wire[4:6]))
+    assert info.value.extra["current_version"] == 4
+
+
+def test_a_batch_whose_last_event_is_illegal_stores_nothing(store: EventStore) -> None:
+    table, wire = new_table(), legal_table(6)
+    illegal = dict(wire[0], id="again")  # a second table_opened: never legal after event 1
+    with pytest.raises(IllegalEvent) as info:
+        store.append("acme", table, 0, events_of([*wire[:5], illegal]))
+    assert info.value.extra["index"] == 5 and info.value.extra["rule"]
+    assert store.head(table) is None and store.read_table(table) == []
+    store.append("acme", table, 0, events_of(wire[:5]))
+    with pytest.raises(IllegalEvent):
+        store.append("acme", table, 5, events_of([*wire[5:8], illegal]))
+    assert store.head(table).version == 5  # type: ignore[union-attr]
+    assert len(store.read_table(table)) == 5
+
+
+def test_another_tenant_cannot_append_to_a_table(store: EventStore) -> None:
+    table, wire = new_table(), legal_table(7)
+    store.append("acme", table, 0, events_of(wire[:2]))
+    with pytest.raises(Forbidden):
+        store.append("other", table, 2, events_of(wire[2:4]))
+
+
+def test_two_writers_racing_one_table_win_each_version_exactly_once(store: EventStore) -> None:
+    table, wire = new_table(), legal_table(8, hands=2)
+    outcomes: dict[str, dict[str, int]] = {w: {"won": 0, "conflicts": 0} for w in ("a", "b")}
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def writer(name: str) -> None:
+        try:
+            mine = events_of(relabel(wire, name))
+            barrier.wait()
+            while True:
+                head = store.head(table)
+                version = head.version if head else 0
+                if version >= len(wire):
+                    return
+                try:
+                    store.append("acme", table, version, [mine[version]])
+                    outcomes[name]["won"] += 1
+                except VersionConflict:
+                    outcomes[name]["conflicts"] += 1
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    stored = store.read_table(table, 0, 10_000)
+    assert [s.version for s in stored] == list(range(1, len(wire) + 1))
+    assert outcomes["a"]["won"] + outcomes["b"]["won"] == len(wire)
+    for s, original in zip(stored, wire, strict=True):
+        writer_name, _, original_id = s.event_id.partition("-")
+        assert writer_name in ("a", "b") and original_id == original["id"]
+        assert canonical_bytes(convert(dict(original, id=s.event_id))) == canonical_bytes(
+            decode_event(s.body)
+        )
+    tables, checked, broken = store.verify(table)
+    assert (tables, checked, broken) == (1, len(wire), [])
+
+
+def test_the_trigger_refuses_update_delete_and_truncate_even_for_the_owner(
+    store: EventStore, database_url: str
+) -> None:
+    table, wire = new_table(), legal_table(9)
+    store.append("acme", table, 0, events_of(wire[:2]))
+    statements = [
+        "UPDATE events SET body = '{}' WHERE table_id = %(t)s",
+        "DELETE FROM events WHERE table_id = %(t)s",
+        "TRUNCATE events",
+    ]
+    with psycopg.connect(database_url) as owner:
+        for statement in statements:
+            with pytest.raises(psycopg.Error, match="immutable"):
+                owner.execute(statement, {"t": table})
+            owner.rollback()
+
+
+def test_the_service_role_may_only_insert_and_select_events(store: EventStore, database_url: str) -> None:
+    table, wire = new_table(), legal_table(10)
+    store.append("acme", table, 0, events_of(wire[:2]))
+    with store.pool.connection() as conn:  # the service's own connections
+        assert conn.execute("SELECT current_user").fetchone() == ("kwx_app",)
+        for statement in (
+            "UPDATE events SET body = '{}' WHERE table_id = %(t)s",
+            "DELETE FROM events WHERE table_id = %(t)s",
+            "TRUNCATE events",
+            "ALTER TABLE events DISABLE TRIGGER events_immutable",
+            "DELETE FROM table_heads WHERE table_id = %(t)s",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement, {"t": table})
+            conn.rollback()
+        assert conn.execute("SELECT count(*) FROM events WHERE table_id = %s", (table,)).fetchone() == (2,)
+
+
+def test_verify_finds_the_row_changed_behind_the_service_back(store: EventStore, database_url: str) -> None:
+    table, wire = new_table(), legal_table(11)
+    store.append("acme", table, 0, events_of(wire[:6]))
+    assert store.verify(table)[2] == []
+    with psycopg.connect(database_url) as owner:
+        owner.execute("ALTER TABLE events DISABLE TRIGGER events_immutable")
+        owner.execute(
+            "UPDATE events SET body = jsonb_set(body, '{at}', '\"2020-01-01T00:00:00Z\"') "
+            "WHERE table_id = %s AND version = 4",
+            (table,),
+        )
+        owner.execute("ALTER TABLE events ENABLE TRIGGER events_immutable")
+    _, _, broken = store.verify(table)
+    assert [(b.table_id, b.version) for b in broken] == [(table, 4)]
+
+
+def test_a_deleted_row_is_a_missing_version(store: EventStore, database_url: str) -> None:
+    table, wire = new_table(), legal_table(12)
+    store.append("acme", table, 0, events_of(wire[:5]))
+    with psycopg.connect(database_url) as owner:
+        owner.execute("ALTER TABLE events DISABLE TRIGGER events_immutable")
+        owner.execute("DELETE FROM events WHERE table_id = %s AND version = 3", (table,))
+        owner.execute("ALTER TABLE events ENABLE TRIGGER events_immutable")
+    _, _, broken = store.verify(table)
+    assert [(b.table_id, b.version) for b in broken] == [(table, 3)]
