@@ -226,7 +226,7 @@ def seven_pairs_hits(sit: WinSituation, rules: Rules) -> list[PatternHit]:
     c = sit.concealed
     fours = [k for k in range(21) if c[k] == 4]
     pid = _SEVEN_PAIRS_IDS[len(fours)]
-    pairs = format_counts(c)
+    pairs = seven_pairs_notation(c)
     if fours:
         detail = f"seven pairs {pairs}, four {' and four '.join(name(k) for k in fours)} as two pairs each"
     else:

@@ -168,7 +168,11 @@ def _score_obj(obj: Any) -> dict[str, Any]:
     )
     result = score(sit, rules)
     if result is None:
-        raise _InputError(f"{format_counts(counts)} (with {name(win)}) is not a winning hand", "concealed")
+        raise _InputError(
+            f"{format_counts(to_counts(concealed))} + winning {name(win)} is not a winning hand "
+            f"(with {len(melds)} meld(s): four sets and a pair, or seven pairs)",
+            "concealed",
+        )
     return {
         "patterns": [{"id": p.id, "x": p.x, "detail": p.detail} for p in result.patterns],
         "multiplier": result.multiplier,
