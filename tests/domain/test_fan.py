@@ -540,6 +540,43 @@ def test_case(
     assert s.decomposition
 
 
+# -- the seed examples ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suit", ["p", "s"])
+@pytest.mark.parametrize(
+    ("shape", "filler", "patterns"),
+    [
+        # 例如4556、4688、2245667、2245556胡5 ×2 — each seed shape + 5 reads with 4-5-6:
+        ("4556", "123{o} 789{o} CCC", {"ka_wu_xing": 2}),  # 456 + 55
+        ("4688", "123{o} 789{o} PPP", {"ka_wu_xing": 2}),  # 456 + 88
+        ("2245667", "111{o} 999{o}", {"ka_wu_xing": 2}),  # 22 + 456 + 567
+        ("2245556", "123{o} 789{o}", {"ka_wu_xing": 2, "an_si_gui_yi": 4}),  # 22 + 456 + 555, four 5s
+    ],
+)
+def test_seed_ka_wu_xing_shapes(shape: str, filler: str, patterns: dict[str, int], suit: str) -> None:
+    other = "s" if suit == "p" else "p"
+    s = scored(sit(f"{shape}{suit} {filler.format(o=other)}", f"5{suit}", self_draw=False))
+    assert pats(s) == sorted(patterns.items())
+    assert s.allowed
+
+
+def test_seed_da_san_yuan_peng_peng_shou_zhua_yi_is_64() -> None:
+    # 碰了的四对牌中有中发白3副刻子，最后手中只剩一张牌且胡牌: 大三元+碰碰胡+手抓一 = 8×2×4 = 64.
+    s = scored(
+        sit("9p", "9p", self_draw=True, melds=(("peng", "C"), ("peng", "F"), ("peng", "P"), ("peng", "5s"))),
+        {"preset": "uncapped"},
+    )
+    assert (s.multiplier, s.payable) == (64, 64)
+
+
+def test_seed_qi_dui_and_qing_yi_se_multiply_to_16() -> None:
+    # 清一色加七对就是：4×4=16番: 11p 22p 33p 55p 77p 88p 99p, seven pairs all 筒.
+    s = scored(sit("11335577p 2288p 9p", "9p", self_draw=True), {"preset": "uncapped"})
+    assert pats(s) == [("qi_dui", 4), ("qing_yi_se", 4)]
+    assert s.multiplier == 16
+
+
 # -- details, decomposition, notes ---------------------------------------------------------------
 
 
