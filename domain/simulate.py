@@ -29,6 +29,7 @@ from domain.rules import Rules, resolve
 from domain.shape import waits
 from domain.state import HandState, TableState
 from domain.tiles import N_KINDS, TILE_NAMES, is_dragon
+from domain.walls import remaining
 
 Wire = dict[str, Any]
 
@@ -188,7 +189,7 @@ class _Table:
                 break
             self.move()
             moves += 1
-        if self.rules.maima and self._last_win_self_draw():
+        if self.rules.maima and self._last_win_self_draw() and remaining(self.hs) > 0:
             self.emit({"type": "ma_drawn", "tile": TILE_NAMES[self.wall[43 - self.hs.back]]})
         if hidden_wall:
             self.emit({"type": "wall_revealed", "wall": wall_names})
