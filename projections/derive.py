@@ -34,8 +34,14 @@ class TableCtx(msgspec.Struct, kw_only=True):
     state: Any
     info: TableInfo | None = None
     pending_reports: dict[int, tuple[int, tuple[ReportedLine, ...]]] = msgspec.field(default_factory=dict)
+    version: int = 0  # the last event version advanced over (applied, or skipped as unreadable)
+    failures: int = 0  # events the engine could not apply (corrupted rows): skipped, logged
     # ordinal of a settlement that a 买码 tile may still revise (maima on, self-draw, no ma yet)
     pending_ordinal: int = 0
+
+
+class Unreadable(ValueError):
+    """A stored event the engine cannot apply."""
 
 
 def new_ctx(engine: Any, table_id: str, tenant: str) -> TableCtx:
@@ -68,14 +74,23 @@ def _record_for(state: Any, hand_no: int) -> Any:
 
 
 def advance(engine: Any, ctx: TableCtx, body: str | bytes | Event, at: EventRef) -> list[Fact]:
-    """Apply one stored event (version ``at.version``) to ``ctx`` in place; the facts it produced."""
-    event = decode_event(body) if isinstance(body, str | bytes) else body
+    """Apply one stored event (version ``at.version``) to ``ctx`` in place; the facts it produced.
+
+    Raises :class:`Unreadable` (after moving ``ctx.version`` on) when the stored event cannot be
+    decoded or applied — a row changed behind the service's back; ``kwx verify`` reports those.
+    """
     before = ctx.state
-    after, _ruling, _accepted = engine.step(before, event)
-    # A stored event was accepted when it was appended (legal, or recorded as a violation). If an
-    # engine change refuses it now, keep folding with the reducer so the version stays aligned.
-    if after.version != before.version + 1:
-        after = engine.evolve(before, event)
+    ctx.version = at.version
+    try:
+        event = decode_event(body) if isinstance(body, str | bytes) else body
+        after, _ruling, _accepted = engine.step(before, event)
+        # A stored event was accepted when it was appended (legal, or recorded as a violation). If
+        # an engine change refuses it now, keep folding with the reducer so the version stays aligned.
+        if after.version != before.version + 1:
+            after = engine.evolve(before, event)
+    except Exception as exc:
+        ctx.failures += 1
+        raise Unreadable(f"{ctx.table_id} v{at.version}: {exc}") from exc
     ctx.state = after
     if isinstance(event, TableOpened):
         ctx.info = _info(ctx, event, after)

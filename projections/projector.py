@@ -33,7 +33,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert
 
 from projections import registry
-from projections.derive import TableCtx, advance, new_ctx
+from projections.derive import TableCtx, Unreadable, advance, new_ctx
 from projections.model import EventRef, Fact
 from projections.schema import OWNED, checkpoints
 from projections.sql import Connection, execute_many, fetch
@@ -95,7 +95,7 @@ class Projector:
     def _ctx(self, table_id: str, version: int) -> TableCtx:
         """The table's context after ``version − 1`` events (cached, else refolded)."""
         ctx = self._tables.get(table_id)
-        if ctx is not None and ctx.state.version == version - 1:
+        if ctx is not None and ctx.version == version - 1:
             self._tables.move_to_end(table_id)
             return ctx
         ctx = self._refold(table_id, version - 1)
@@ -125,6 +125,16 @@ class Projector:
                 )
                 after = ev.version
         return ctx
+
+    def _advance(self, ctx: TableCtx, ev: StoredEventLike) -> list[Fact]:
+        try:
+            return advance(
+                self.engine, ctx, ev.body, EventRef(version=ev.version, position=ev.position, tx_id=ev.tx_id)
+            )
+        except Unreadable as exc:
+            # One corrupted row must not stop every read model: skip it, say so (kwx verify finds it).
+            log.error("projector_event_unreadable", table_id=ev.table_id, version=ev.version, error=str(exc))
+            return []
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoints(self, conn: Connection, names: Sequence[str]) -> dict[str, Checkpoint]:

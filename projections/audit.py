@@ -1,0 +1,259 @@
+"""The audit of one table (``GET /v1/tables/{id}/audit``), built purely from its stored events.
+
+Every ruling on the table, in one document a support agent can read: recorded violations, each
+漏胡 (who passed which discard, what it would have paid, the draw that lifted it), each kong with
+its place in a 杠上杠 chain and its factor, computed-vs-reported settlement differences line by
+line, the wall checks of every hand, and the hash chain. Messages are English or Chinese
+(``lang``), with the stable codes alongside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from domain.events import Event, HandStarted, TableOpened, TileDrawn
+from domain.tiles import TILE_NAMES
+from projections.discrepancies import compare, nets
+
+_WALL_EN = {
+    "known": "wall known: every draw checked against it",
+    "committed": "wall committed by SHA-256",
+    "count_only": "wall not given: tile counts (≤ 4 of a kind) checked",
+}
+_WALL_ZH = {
+    "known": "牌墙已知：每次摸牌均已核对",
+    "committed": "牌墙以SHA-256承诺",
+    "count_only": "未给出牌墙：已核对每种牌不超过4张",
+}
+_KONG_ZH = {"concealed": "暗杠", "added": "补杠", "exposed": "直杠"}
+
+
+def _msg(lang: str, en: str, zh: str) -> str:
+    return zh if lang == "zh" else en
+
+
+def _records(
+    engine: Any, events: Sequence[Event]
+) -> tuple[Any, list[Any], dict[int, dict[str, Any]], dict[int, tuple[int, str]]]:
+    """Fold; the final state, every hand's record (in order) and per-hand wall information."""
+    state = engine.initial()
+    records: list[Any] = []
+    walls: dict[int, dict[str, Any]] = {}
+    draws: dict[int, tuple[int, str]] = {}  # event version -> (seat, tile) of draws
+    for ev in events:
+        before = state
+        state = engine.step(state, ev)[0]
+        if state.version == before.version:  # refused now (engine changed): keep going as stored
+            state = engine.evolve(before, ev)
+        if isinstance(ev, HandStarted):
+            if before.hand is not None:
+                records.append(before.hand.record)
+            mode = "known" if ev.wall is not None else ("committed" if ev.wall_sha256 else "count_only")
+            walls[ev.hand] = {"hand": ev.hand, "mode": mode, "start_event": state.version}
+        if isinstance(ev, TileDrawn):
+            draws[state.version] = (ev.seat, ev.tile)
+    if state.hand is not None:
+        records.append(state.hand.record)
+    return state, records, walls, draws
+
+
+def _lou_hu(
+    state: Any, players: Sequence[str], draws: dict[int, tuple[int, str]], lang: str
+) -> list[dict[str, Any]]:
+    found: dict[tuple[int, int, int], Any] = {(x.hand, x.seat, x.event): x for x in state.lou_hu_log}
+    if state.hand is not None:
+        for x in state.hand.lou_hu_log:
+            found[(x.hand, x.seat, x.event)] = x
+    out = []
+    for key in sorted(found):
+        x = found[key]
+        tile = TILE_NAMES[x.tile]
+        lifted = None
+        if x.lifted_by is not None:
+            draw = draws.get(x.lifted_by)
+            lifted = {"event": x.lifted_by, "tile": draw[1] if draw is not None else None}
+        who = players[x.seat] if x.seat < len(players) else str(x.seat)
+        en = (f"seat {x.seat} ({who}) could have won on {tile} from seat {x.source} at event {x.event} "
+              f"for ×{x.multiplier} and passed; no discard win from event {x.since} "
+              + (f"until their draw at event {x.lifted_by}" if x.lifted_by is not None else "until their next draw")  # noqa: E501
+              + " (漏胡)")  # fmt: skip
+        zh = (f"座位{x.seat}（{who}）在第{x.event}事件可胡座位{x.source}打出的{tile}（{x.multiplier}番）但未胡：漏胡，"  # noqa: E501
+              + (f"直到第{x.lifted_by}事件自己摸牌前" if x.lifted_by is not None else "直到自己下次摸牌前")
+              + "不能胡别人打出的牌")  # fmt: skip
+        out.append(
+            {
+                "hand": x.hand, "seat": x.seat, "player": who,
+                "passed": {"event": x.event, "tile": tile, "from": x.source},
+                "would_have_paid": {"multiplier": x.multiplier},
+                "since": x.since, "lifted_by": lifted,
+                "message": _msg(lang, en, zh),
+            }
+        )  # fmt: skip
+    return out
+
+
+def _kong_chains(state: Any, records: Sequence[Any], lang: str) -> list[dict[str, Any]]:
+    from domain.settle import chain_factor
+
+    rules = state.rules
+    by_hand = {s.hand: s for s in state.settlements}
+    chains: list[dict[str, Any]] = []
+    for rec in records:
+        settlement = by_hand.get(rec.hand)
+        current: dict[str, Any] | None = None
+        for k in rec.kongs:
+            factor = chain_factor(k.chain, rules.kong_chain_cap) if rules is not None else 2 ** (k.chain - 1)
+            points = getattr(rules.kong_points, k.kind) if rules is not None else 0
+            coins = [
+                {"from": t.from_, "to": t.to, "amount": t.amount, "detail": t.detail}
+                for t in (settlement.transfers if settlement is not None else ())
+                if t.reason == "kong" and t.event == k.event
+            ]
+            tile = TILE_NAMES[k.tile]
+            if k.robbed:
+                en = f"seat {k.seat}'s {k.kind} kong of {tile} at event {k.event} was robbed: it pays nothing"
+                zh = f"座位{k.seat}在第{k.event}事件的{_KONG_ZH[k.kind]}{tile}被抢杠：抢的杠不算杠"
+            else:
+                en = (f"seat {k.seat} {k.kind} kong of {tile} at event {k.event}: kong {k.chain} of its chain, "  # noqa: E501
+                      f"{points} points × factor {factor} × base")  # fmt: skip
+                zh = f"座位{k.seat}第{k.event}事件{_KONG_ZH[k.kind]}{tile}：杠上杠第{k.chain}杠，{points}分×{factor}倍×底分"  # noqa: E501
+            item = {
+                "event": k.event, "seat": k.seat, "kind": k.kind, "tile": tile, "k": k.chain,
+                "points": points, "factor": factor, "robbed": k.robbed, "source": k.source,
+                "coins": coins, "message": _msg(lang, en, zh),
+            }  # fmt: skip
+            if k.chain <= 1 or current is None:
+                current = {"hand": rec.hand, "kongs": []}
+                chains.append(current)
+            current["kongs"].append(item)
+    for c in chains:
+        c["length"] = len(c["kongs"])
+        c["total_coins"] = sum(x["amount"] for k in c["kongs"] for x in k["coins"])
+    return chains
+
+
+def _settlement_checks(state: Any, lang: str) -> list[dict[str, Any]]:
+    out = []
+    for rep in state.reported:
+        computed = next((s for s in reversed(state.settlements) if s.hand == rep.hand), None)
+        c_lines = [(t.from_, t.to, t.amount) for t in computed.transfers] if computed is not None else []
+        r_lines = list(rep.transfers)
+        lines = compare(c_lines, r_lines)
+        status = (
+            "match"
+            if not lines and computed is not None
+            else ("differs" if computed is not None else "not_settled")
+        )
+        if status == "match":
+            en, zh = f"hand {rep.hand}: the reported payout matches", f"第{rep.hand}局：上报结算一致"
+        elif status == "differs":
+            en = f"hand {rep.hand}: the reported payout differs on {len(lines)} line(s)"
+            zh = f"第{rep.hand}局：上报结算有{len(lines)}处不一致"
+        else:
+            en, zh = (
+                f"hand {rep.hand}: reported but not settled by the engine",
+                f"第{rep.hand}局：已上报但未结算",
+            )
+        out.append(
+            {"hand": rep.hand, "reported_event": rep.event, "status": status, "lines": lines,
+             "net_computed": nets(c_lines), "net_reported": nets(r_lines), "message": _msg(lang, en, zh)}
+        )  # fmt: skip
+    return out
+
+
+def _wall_checks(
+    state: Any, walls: dict[int, Any], rulings: list[dict[str, Any]], lang: str
+) -> list[dict[str, Any]]:
+    reveals = {hand: (event, result) for hand, event, result in state.wall_checks}
+    out = []
+    for hand in sorted(h for h in walls if h > 0):
+        w = dict(walls[hand])
+        problems = [
+            r for r in rulings if r.get("hand") == hand and r["rule"] in ("wall_mismatch", "tile_count")
+        ]
+        if hand in reveals:
+            w["revealed_event"], w["result"] = reveals[hand]
+        elif w["mode"] == "committed":
+            w["result"] = "not_revealed"
+        else:
+            w["result"] = "ok" if not problems else problems[0]["rule"]
+        mode_en = _WALL_EN[w["mode"]]
+        mode_zh = _WALL_ZH[w["mode"]]
+        w["message"] = _msg(lang, f"hand {hand}: {mode_en}; result {w['result']}",
+                            f"第{hand}局：{mode_zh}；结果 {w['result']}")  # fmt: skip
+        out.append(w)
+    return out
+
+
+def build(
+    engine: Any,
+    table_id: str,
+    events: Sequence[Event],
+    stored_rulings: Sequence[tuple[int, dict[str, Any] | None]],
+    hash_chain: dict[str, Any],
+    lang: str = "en",
+) -> dict[str, Any]:
+    """The audit document. ``stored_rulings``: (version, ruling JSON or None) of every event."""
+    state, records, walls, draws = _records(engine, events)
+    opened = next((e for e in events if isinstance(e, TableOpened)), None)
+    players = list(opened.players) if opened is not None else []
+    hand_of: dict[int, int] = {}
+    hand = 0
+    for version, ev in enumerate(events, start=1):
+        if isinstance(ev, HandStarted):
+            hand = ev.hand
+        hand_of[version] = hand
+    rulings = []
+    for version, ruling in stored_rulings:
+        if ruling is None:
+            continue
+        ev = events[version - 1] if 0 < version <= len(events) else None
+        rulings.append(
+            {
+                "event": version, "hand": hand_of.get(version, 0),
+                "type": type(ev).__struct_config__.tag if ev is not None else None,
+                "id": ev.id if ev is not None else None,
+                "rule": ruling.get("rule"), "kind": ruling.get("kind"),
+                "message": _msg(lang, ruling.get("message", ""), ruling.get("message_zh") or ruling.get("message", "")),  # noqa: E501
+                "detail": ruling.get("detail", {}),
+            }
+        )  # fmt: skip
+    rules = msgspec.to_builtins(state.rules) if state.rules is not None else None
+    return {
+        "table_id": table_id,
+        "version": state.version,
+        "lang": lang,
+        "players": players,
+        "rules": rules,
+        "violations": state.violations,
+        "hash_chain": hash_chain,
+        "rulings": rulings,
+        "lou_hu": _lou_hu(state, players, draws, lang),
+        "kong_chains": _kong_chains(state, records, lang),
+        "settlements": _settlement_checks(state, lang),
+        "walls": _wall_checks(state, walls, rulings, lang),
+    }
+
+
+def language(accept_language: str | None) -> str:
+    """``zh`` when Chinese is preferred over English in ``Accept-Language``, else ``en``."""
+    if not accept_language:
+        return "en"
+    best, best_q = "en", -1.0
+    for part in accept_language.split(","):
+        bits = part.strip().split(";")
+        tag = bits[0].strip().lower()
+        q = 1.0
+        for b in bits[1:]:
+            if b.strip().startswith("q="):
+                try:
+                    q = float(b.strip()[2:])
+                except ValueError:
+                    q = 0.0
+        code = "zh" if tag.startswith("zh") else ("en" if tag.startswith("en") or tag == "*" else None)
+        if code is not None and q > best_q:
+            best, best_q = code, q
+    return best

@@ -1,0 +1,109 @@
+"""Who sees what of a table (``GET /v1/tables/{id}/state``), on top of ``domain.views.public_view``.
+
+* ``seat_view(state, s)``: exactly what seat ``s`` saw. Its own concealed tiles, drawn tile and
+  waits; of the others only what was shown (亮倒 minus the triplets kept face down, melds,
+  discards, counts). Legal next actions: only the viewer's own (the others' possible 碰 / 杠 / 胡
+  would reveal their hands), and a draw never names the wall's next tile. Other seats' 漏胡 are
+  hidden (a passed win reveals the waits).
+* ``spectator_view(state)``: what anyone at the table saw (nobody's concealed tiles); legal
+  actions reduced to those that reveal no hand (draws without the tile, table-level events).
+* ``full_view(state)``: everything, for support staff: every hand, the wall, every legal action.
+
+All three are pure; a test checks seat views against many simulated states by scrambling the
+tiles the viewer could not see and asserting the view does not change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from domain.tiles import TILE_NAMES, format_counts
+
+_TABLE_LEVEL = frozenset(
+    {
+        "hand_started",
+        "hand_exhausted",
+        "hand_aborted",
+        "wall_revealed",
+        "settlement_reported",
+        "table_closed",
+        "ma_drawn",
+    }
+)
+
+
+def _public_view(state: Any, seat: int | None) -> dict[str, Any]:
+    from domain.views import public_view
+
+    out: dict[str, Any] = public_view(state, seat)
+    return out
+
+
+def _hide_draw(action: dict[str, Any]) -> dict[str, Any]:
+    if action.get("type") in ("tile_drawn", "ma_drawn"):
+        return {**action, "tile": None}
+    return action
+
+
+def _strip_lou_hu(view: dict[str, Any], keep_seat: int | None) -> None:
+    hand = view.get("hand")
+    if not hand:
+        return
+    for s in hand["seats"]:
+        if s["seat"] != keep_seat:
+            s["lou_hu"] = None
+    hand["lou_hu_log"] = [x for x in hand.get("lou_hu_log") or [] if x.get("seat") == keep_seat]
+
+
+def seat_view(state: Any, seat: int) -> dict[str, Any]:
+    view = _public_view(state, seat)
+    view["legal_actions"] = [
+        _hide_draw(a)
+        for a in view["legal_actions"]
+        if a.get("seat") == seat or (a.get("seat") is None and a.get("type") in _TABLE_LEVEL)
+    ]
+    _strip_lou_hu(view, seat)
+    view["view"] = "seat"
+    return view
+
+
+def spectator_view(state: Any) -> dict[str, Any]:
+    view = _public_view(state, None)
+    public: list[dict[str, Any]] = []
+    for a in view["legal_actions"]:
+        if a.get("type") in _TABLE_LEVEL or a.get("type") in ("tile_drawn", "tile_discarded"):
+            item = {"type": a["type"], **({"seat": a["seat"]} if a.get("seat") is not None else {})}
+            if item not in public:
+                public.append(item)
+    view["legal_actions"] = public
+    _strip_lou_hu(view, None)
+    view["view"] = "public"
+    return view
+
+
+def full_view(state: Any) -> dict[str, Any]:
+    from domain.engine import legal_actions
+
+    view = _public_view(state, None)
+    hs = getattr(state, "hand", None)
+    if hs is not None and view.get("hand"):
+        for s in (0, 1, 2):
+            view["hand"]["seats"][s] = _public_view(state, s)["hand"]["seats"][s]
+        view["hand"]["drawn"] = TILE_NAMES[hs.drawn] if hs.drawn is not None else None
+        if hs.wall is not None:
+            wall = list(hs.wall)
+            view["hand"]["wall"] = [TILE_NAMES[k] for k in wall[hs.front : len(wall) - hs.back]]
+        view["hand"]["concealed_all"] = [format_counts(c) for c in hs.concealed]
+    actions = []
+    for a in legal_actions(state):
+        d: dict[str, Any] = msgspec.to_builtins(a)
+        if "tile" in d and d["tile"] is not None:
+            d["tile"] = TILE_NAMES[d["tile"]]
+        if "hidden" in d:
+            d["hidden"] = [TILE_NAMES[k] for k in d["hidden"]]
+        actions.append(d)
+    view["legal_actions"] = actions
+    view["view"] = "full"
+    return view
