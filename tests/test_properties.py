@@ -57,7 +57,9 @@ def tiles_in_play(state: TableState) -> int | None:
     melds = sum(m.size for ms in hs.melds for m in ms)
     discards = sum(1 for ds in hs.discards for d in ds if not d.claimed)
     ma = 1 if hs.record.ma_tile is not None else 0  # turned from the wall, in nobody's hand
-    return concealed + melds + discards + remaining(hs) + ma
+    # 抢杠胡: the reducer turns the robbed 补杠 back into a 碰 and keeps the robbed tile in no pile
+    robbed = 1 if any(w.robbed_kong for w in hs.record.wins) else 0
+    return concealed + melds + discards + remaining(hs) + ma + robbed
 
 
 @FEW
