@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from domain.fan import score
 from domain.rules import resolve
 from domain.scoring import Score, WinSituation
+from domain.shape import is_win
 from domain.tiles import N_KINDS, Meld, parse_counts, tile
 
 R = resolve
@@ -737,3 +738,24 @@ def test_scoring_is_deterministic_and_consistent(case: tuple[WinSituation, dict[
 
 def _fields(s: WinSituation) -> dict[str, Any]:
     return {f: getattr(s, f) for f in s.__struct_fields__}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 4).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.integers(0, 83), min_size=14 - 3 * n, max_size=14 - 3 * n, unique=True),
+        )
+    )
+)
+def test_score_is_none_exactly_when_the_shape_is_not_a_win(case: tuple[int, list[int]]) -> None:
+    # given n melds of tiles the hand does not hold, and 14 − 3n concealed tiles, one of them the win
+    n, tiles = case
+    counts = [0] * N_KINDS
+    for t in tiles:
+        counts[t // 4] += 1
+    free = [k for k in range(N_KINDS) if counts[k] == 0]
+    melds = tuple(Meld(kind="peng", tile=k) for k in free[:n])
+    s = WinSituation(concealed=tuple(counts), melds=melds, win_tile=tiles[0] // 4, self_draw=True)
+    assert (score(s, resolve({})) is None) == (not is_win(counts))
