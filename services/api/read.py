@@ -1,0 +1,275 @@
+"""The read side of a table (CONTRACT.md §3): its state at any event, a hand's settlement with
+its derivation (and what it would pay under other house rules), and the audit of every ruling.
+
+Roles: ``platform`` reads its own tenant's tables (the state as a seat or as the public saw it),
+``support`` reads everything of its tenant (the full state with every hand, the audit);
+``dashboard`` reads none of this (stats, ledgers and the leaderboard only: services/api/stats.py).
+
+The projector (projections/projector.py) runs in the background for the life of the app: this
+router's lifespan starts it after the app's own lifespan has built the container, and stops it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+import msgspec
+import structlog
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from services.api.deps import check_table_id, get_container, get_principal, require_role
+from services.bootstrap import Container
+from services.errors import Forbidden, Malformed, NotFound
+from services.logs import get_logger
+from services.store.keys import Principal
+
+log = get_logger("kwx.read")
+_encoder = msgspec.json.Encoder()
+
+
+def projector_of(container: Container) -> Any:
+    """The container's projector (built on first use)."""
+    projector = container.extras.get("projector")
+    if projector is None:
+        from projections.projector import Projector
+
+        engine = getattr(container.engine, "_engine", None)  # the domain engine module, if loaded
+        projector = container.extras["projector"] = Projector(container.pool, container.store, engine)
+    return projector
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    container: Container | None = getattr(app.state, "container", None)
+    runner = None
+    if (
+        container is not None
+        and container.extras.get("projector_background", True)
+        and hasattr(container.engine, "_engine")
+    ):
+        from projections.projector import ProjectorRunner
+
+        runner = ProjectorRunner(projector_of(container), container.database_url)
+        runner.start()
+        container.extras["projector_runner"] = runner
+    try:
+        yield
+    finally:
+        if runner is not None:
+            runner.stop()
+
+
+router = APIRouter(prefix="/v1/tables", tags=["read"], lifespan=lifespan)
+
+
+def _json(body: Any) -> Response:
+    return Response(_encoder.encode(body), media_type="application/json")
+
+
+def _table(container: Container, principal: Principal, table_id: str, *roles: str) -> Any:
+    check_table_id(table_id)
+    structlog.contextvars.bind_contextvars(table_id=table_id)
+    require_role(principal, *roles)
+    head = container.store.head(table_id)
+    if head is None or head.version == 0:
+        raise NotFound(f"no table {table_id!r}")
+    if head.tenant != principal.tenant:
+        raise Forbidden("this table belongs to another tenant")
+    return head
+
+
+def _engine_module(container: Container) -> Any:
+    from domain import engine
+
+    return engine
+
+
+def _events(container: Container, table_id: str, upto: int) -> list[Any]:
+    """(version, decoded event, ruling JSON) of events 1..upto."""
+    from domain.events import decode
+
+    out: list[Any] = []
+    after = 0
+    while after < upto:
+        page = container.store.read_table(table_id, after, min(1000, upto - after))
+        if not page:
+            break
+        for r in page:
+            ruling = msgspec.json.decode(r.ruling) if r.ruling else None
+            out.append((r.version, decode(r.body), ruling, r))
+        after = page[-1].version
+    return out
+
+
+# ---------------------------------------------------------------------------------------- state
+@router.get("/{table_id}/state", operation_id="read-table_state", summary="The table after event N")
+def table_state(
+    table_id: str,
+    principal: Annotated[Principal, Depends(get_principal)],
+    container: Annotated[Container, Depends(get_container)],
+    at: Annotated[int | None, Query(ge=1, description="event version (default: the latest)")] = None,
+    seat: Annotated[int | None, Query(ge=0, le=2, description="as this seat saw it")] = None,
+) -> Response:
+    """As seat S saw it (``seat``), else: the full table for support keys, the public view (nobody's
+    concealed tiles) for platform keys. Starts from the latest per-hand snapshot ≤ N."""
+    head = _table(container, principal, table_id, "platform", "support")
+    version = head.version if at is None else at
+    if version > head.version:
+        raise Malformed(f"at={version} is past the table's last event ({head.version})", field="at")
+    from projections import replay, views
+
+    engine = _engine_module(container)
+    with container.pool.connection() as conn:
+        state, start = replay.state_at(conn, container.store, engine, table_id, version)
+    if seat is not None:
+        body = views.seat_view(state, seat)
+    elif principal.role == "support":
+        body = views.full_view(state)
+    else:
+        body = views.spectator_view(state)
+    body["table_id"] = table_id
+    body["at"] = version
+    body["latest"] = head.version
+    body["folded_from"] = start
+    return _json(body)
+
+
+# ----------------------------------------------------------------------------------- settlement
+def _rules_override(request: Request, preset: str | None) -> dict[str, Any] | None:
+    from domain.rules import OPTION_NAMES, RulesError, resolve
+
+    options: dict[str, Any] = {}
+    for key, raw in request.query_params.items():
+        if key == "rules":
+            continue
+        if key not in OPTION_NAMES:
+            raise Malformed(f"unknown query parameter {key!r}: use rules=PRESET and rule options", field=key)
+        try:
+            options[key] = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            options[key] = raw  # a bare word: "full", "both_pay", …
+    if preset is None and not options:
+        return None
+    spec = {"preset": preset, **options} if preset is not None else options
+    try:
+        resolve(spec if preset is not None else {"preset": "default", **options})
+    except RulesError as exc:
+        raise Malformed(exc.message, field=exc.field or "rules") from None
+    return spec
+
+
+def _derivation(settlement: Any, events: dict[int, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = msgspec.to_builtins(settlement)
+    for w in body["wins"]:
+        w["derivation"] = {
+            "patterns": [
+                f"{p['id']} ×{p['x']}" + (f" ({p['detail']})" if p.get("detail") else "")
+                for p in w["patterns"]
+            ],
+            "decomposition": w.get("decomposition", ""),
+            "multiplier": " × ".join(str(p["x"]) for p in w["patterns"]) + f" = {w['multiplier']}"
+            if w["patterns"]
+            else "屁胡 ×1",
+            "cap": w.get("cap_note", ""),
+            "payable": w["payable"],
+        }
+    for t in body["transfers"]:
+        ev = events.get(t["event"])
+        if ev is not None:
+            t["event_id"] = ev.id
+            t["event_type"] = type(ev).__struct_config__.tag
+    return body
+
+
+@router.get(
+    "/{table_id}/hands/{hand}/settlement",
+    operation_id="read-hand_settlement",
+    summary="A hand's settlement with its derivation; ?rules=PRESET (and option overrides) for what-if",
+)
+def hand_settlement(
+    table_id: str,
+    hand: int,
+    request: Request,
+    principal: Annotated[Principal, Depends(get_principal)],
+    container: Annotated[Container, Depends(get_container)],
+    rules: Annotated[str | None, Query(description="another preset, e.g. xiangyang")] = None,
+) -> Response:
+    head = _table(container, principal, table_id, "platform", "support")
+    override = _rules_override(request, rules)
+    engine = _engine_module(container)
+    stored = _events(container, table_id, head.version)
+    events = [e for _, e, _, _ in stored]
+    by_version = {v: e for v, e, _, _ in stored}
+    state = _fold(engine, events)
+    actual = _find(state.settlements, hand)
+    if actual is None:
+        raise NotFound(f"hand {hand} of {table_id!r} is not settled")
+    body: dict[str, Any] = {"table_id": table_id, "hand": hand, "rules": msgspec.to_builtins(state.rules)}
+    body["settlement"] = _derivation(actual, by_version)
+    if override is not None:
+        other = engine.fold(events, rules_override=override)
+        alt = _find(other.settlements, hand)
+        body["what_if"] = {
+            "rules_override": override,
+            "rules": msgspec.to_builtins(other.rules),
+            "settlement": _derivation(alt, by_version) if alt is not None else None,
+            "net_difference": [b - a for a, b in zip(actual.net, alt.net, strict=True)]
+            if alt is not None
+            else None,
+            "note": "rule violations under the other rules are recorded, not refused",
+        }
+    return _json(body)
+
+
+def _fold(engine: Any, events: list[Any]) -> Any:
+    """The stored events as they were accepted (a later engine's refusal does not stop the fold)."""
+    state = engine.initial()
+    for ev in events:
+        new, _ruling, accepted = engine.step(state, ev)
+        state = new if accepted else engine.evolve(state, ev)
+    return state
+
+
+def _find(settlements: Any, hand: int) -> Any:
+    found = [s for s in settlements if s.hand == hand]
+    played = [s for s in found if s.end != "aborted"]
+    return (played or found or [None])[-1]
+
+
+# ---------------------------------------------------------------------------------------- audit
+@router.get("/{table_id}/audit", operation_id="read-table_audit", summary="Every ruling on the table")
+async def table_audit(
+    table_id: str,
+    principal: Annotated[Principal, Depends(get_principal)],
+    container: Annotated[Container, Depends(get_container)],
+    accept_language: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Support keys only: recorded violations, 漏胡, kong chains, reported-vs-computed settlements,
+    wall checks, the hash chain. Messages in Chinese when Accept-Language prefers zh."""
+    head = await run_in_threadpool(_table, container, principal, table_id, "support")
+    from projections import audit
+
+    def build() -> dict[str, Any]:
+        stored = _events(container, table_id, head.version)
+        _tables, checked, problems = container.store.verify(table_id)
+        chain = {"ok": not problems, "events_checked": checked,
+                 "first_broken": ({"version": problems[0].version, "reason": problems[0].reason}
+                                  if problems else None)}  # fmt: skip
+        return audit.build(
+            _engine_module(container),
+            table_id,
+            [e for _, e, _, _ in stored],
+            [(v, r) for v, _, r, _ in stored],
+            chain,
+            audit.language(accept_language),
+        )
+
+    body = await run_in_threadpool(build)
+    return Response(
+        _encoder.encode(body),
+        media_type="application/json",
+        headers={"Content-Language": body["lang"], "Vary": "Accept-Language"},
+    )
