@@ -90,8 +90,9 @@ def run() -> None:
     print(f"  simulated once in {sim_s:.2f} s (not timed)")
     print(f"  baseline msgspec decode : {n_events / base_s:12,.0f} events/s  ({base_s * 1e3:8.1f} ms)")
     print(
-        f"  replay (decode+fold)    : {n_hands / replay_s:12,.0f} hands/s, {n_events / replay_s:,.0f} events/s"
-        f"  ({replay_s * 1e3:8.1f} ms) = {replay_s / base_s:.1f}× the decode baseline"
+        f"  replay (decode+fold)    : {n_hands / replay_s:12,.0f} hands/s, "
+        f"{n_events / replay_s:,.0f} events/s  ({replay_s * 1e3:8.1f} ms) "
+        f"= {replay_s / base_s:.1f}× the decode baseline"
     )
     print(f"  settle_hand only        : {len(records) / settle_s:12,.0f} hands/s")
     print(f"  peak memory of a replay : {peak / 2**20:.1f} MiB (tracemalloc)")
