@@ -23,7 +23,8 @@ from domain.events import (
     TileDrawn,
 )
 from domain.legality import check
-from domain.shape import is_win, waits
+from domain.ready import waits
+from domain.shape import is_win
 from domain.state import HandState, TableState
 from domain.tiles import TILE_NAMES
 from domain.walls import expected_back, expected_front, remaining

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from domain.rules import Rules
 from domain.rulings import make, t, ts
-from domain.shape import decompositions, is_seven_pairs, waits
+from domain.ready import waits
+from domain.shape import decompositions, is_seven_pairs
 from domain.state import HandState, Ruling
 from domain.walls import remaining
 

@@ -38,7 +38,7 @@ from domain.facts import Declaration, HandRecord, KongRecord, Settlement, WinRec
 from domain.lou_hu import candidates, close_window, lift
 from domain.rules import Rules, resolve
 from domain.settle import SettlementError, settle_hand
-from domain.shape import waits
+from domain.ready import waits
 from domain.state import (
     Discard,
     HandState,
