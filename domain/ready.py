@@ -38,7 +38,7 @@ def _suit_adds(v: tuple[int, ...]) -> tuple[int, ...]:
         lo, hi = max(0, i - 2), min(9, i + 3)
         if not any(v[lo:hi]):
             continue
-        u = v[:i] + (v[i] + 1,) + v[i + 1 :]
+        u = (*v[:i], v[i] + 1, *v[i + 1 :])
         if _suit_ok(u):
             out.append(i)
     return tuple(out)

@@ -1,8 +1,8 @@
 """A small given → when → then language for engine tests, with compact tile notation.
 
-    st = given(opened(), started("123456789p 1234s C", "…", "…"), discard(0, "C"))
-    r = when(st, hu([1], "8s", frm=0))          # the ruling of the next event (None = legal)
-    st = then_ok(st, draw(1, "7s"))              # apply, asserting it is accepted
+st = given(opened(), started("123456789p 1234s C", "…", "…"), discard(0, "C"))
+r = when(st, hu([1], "8s", frm=0))          # the ruling of the next event (None = legal)
+st = then_ok(st, draw(1, "7s"))              # apply, asserting it is accepted
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from domain.events import (
     LiangDao,
     MaDrawn,
     Peng,
+    ReportedTransfer,
     SettlementReported,
     TableClosed,
     TableOpened,
     TileDiscarded,
     TileDrawn,
     WallRevealed,
-    ReportedTransfer,
 )
 from domain.state import Ruling, TableState
 from domain.tiles import TILE_NAMES, parse

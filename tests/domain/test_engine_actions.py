@@ -76,7 +76,7 @@ def test_every_listed_action_is_legal_in_random_games() -> None:
         [{"preset": "default"}, {"preset": "platform_3d"}, {"preset": "yunmeng"}, {"preset": "xiaogan"},
          {"preset": "shiyan"}, {"preset": "default", "added_kong_immediate": False, "multi_win": False}]
     ):  # fmt: skip
-        st, events = play(seed, 6, rules, check_all=True)
+        st, _ = play(seed, 6, rules, check_all=True)
         assert len(st.settlements) == 6
         for s in st.settlements:
             assert sum(s.net) + s.house == 0

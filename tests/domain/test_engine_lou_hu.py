@@ -17,7 +17,9 @@ LOU = ("236p FFF PPP 45678s", "135p 1123s 799s CCC", "1112345678999p")
 
 def passed(mode: str) -> TableState:
     """Seat 2 passes the dealer's 2p (×4); seat 1 draws 4s (closing the window)."""
-    return given(opened({"preset": "default", "lou_hu": mode}), started(*LOU), discard(0, "2p"), draw(1, "4s"))
+    return given(
+        opened({"preset": "default", "lou_hu": mode}), started(*LOU), discard(0, "2p"), draw(1, "4s")
+    )
 
 
 def test_passing_a_win_restricts_the_seat_with_the_facts_an_audit_needs() -> None:

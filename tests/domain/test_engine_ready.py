@@ -57,4 +57,8 @@ def test_examples() -> None:
     assert ready.waits(parse_counts("1112345678999p")) == tuple(range(9))
     assert ready.waits(parse_counts("23334567s 11p 789p")) == (0, 11)
     assert ready.waits(parse_counts("112233p 4455s CCP")) == (20,)  # 七对 single wait
-    assert ready.waits(parse_counts("1122p 3344s CCC 55s")) == (18,)  # CCCC counts as two pairs
+    assert ready.waits(parse_counts("1122p 3344s CCC 55s")) == (
+        0,
+        1,
+        18,
+    )  # 111p 22p 345s 345s CCC, or 七对 with CCCC
