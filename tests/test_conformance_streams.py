@@ -128,3 +128,19 @@ def test_stdin_is_read_when_no_file() -> None:
     proc = subprocess.run([*_kwx(), "settle"], input=data, capture_output=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr.decode()
     assert json.loads(proc.stdout)["net"] == [-4, 2, 2]
+
+
+def test_transfers_carry_the_version_of_their_event() -> None:
+    # kong-chain: 暗杠 at v3, 暗杠 at v5, 直杠 at v8, hu at v11 (one event per line, from v1)
+    code, out = run_settle(GOLDEN / "kong-chain.jsonl")
+    assert code == 0
+    rows = [(t["reason"], t["event"], t["amount"]) for t in out["hands"][0]["transfers"]]
+    assert rows == [
+        ("kong", 3, 2),
+        ("kong", 3, 2),
+        ("kong", 5, 4),
+        ("kong", 5, 4),
+        ("kong", 8, 8),
+        ("hu", 11, 2),
+    ]
+    assert "3rd kong of a 杠上杠 chain" in out["hands"][0]["transfers"][4]["detail"]

@@ -87,6 +87,13 @@ def test_every_settlement_is_zero_sum_with_the_house(seed: int, preset: str) -> 
                 net[t.to] += t.amount
         assert tuple(net) == s.net
         assert [t.event for t in s.transfers] == sorted(t.event for t in s.transfers)
+        if s.end == "aborted":  # nothing of a voided hand is settled
+            assert not s.transfers and not s.wins and s.next_dealer == s.dealer
+        elif s.end == "exhausted":
+            assert not s.wins
+        else:  # the winner deals next; after 一炮双响 the discarder
+            want = s.wins[0].seat if len(s.wins) == 1 else s.wins[0].from_
+            assert s.next_dealer == want
 
 
 @FEW
