@@ -3,9 +3,9 @@ kongs that keep the waits, and 3D-platform feeding (``liang_dao_forbid_feeding``
 
 from __future__ import annotations
 
+from domain.ready import waits
 from domain.rules import Rules
 from domain.rulings import make, t, ts
-from domain.ready import waits
 from domain.shape import decompositions, is_seven_pairs
 from domain.state import HandState, Ruling
 from domain.walls import remaining

@@ -36,9 +36,9 @@ from domain.events import (
 )
 from domain.facts import Declaration, HandRecord, KongRecord, Settlement, WinRecord
 from domain.lou_hu import candidates, close_window, lift
+from domain.ready import waits
 from domain.rules import Rules, resolve
 from domain.settle import SettlementError, settle_hand
-from domain.ready import waits
 from domain.state import (
     Discard,
     HandState,
