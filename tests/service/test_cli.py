@@ -1,0 +1,66 @@
+"""kwx migrate / keys create / verify against a real PostgreSQL (DATABASE_URL), in process."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import psycopg
+import pytest
+
+from services.cli import main
+
+pytestmark = pytest.mark.db
+
+
+@pytest.fixture()
+def fresh_url(pg_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    url = pg_cluster.create_database("kwx_cli")
+    monkeypatch.setenv("DATABASE_URL", url)
+    return str(url)
+
+
+def test_migrate_then_keys_create_prints_one_key(fresh_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migrate"]) == 0
+    assert "at revision" in capsys.readouterr().out
+    assert main(["keys", "create", "--tenant", "acme", "--role", "platform"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("{")]
+    assert len(lines) == 1 and re.fullmatch(r"kwx_[0-9a-f]{12}_[A-Za-z0-9_-]{43}", lines[0])
+    with psycopg.connect(fresh_url) as conn:
+        assert conn.execute("SELECT tenant, role FROM api_keys").fetchall() == [("acme", "platform")]
+
+
+def test_keys_create_refuses_a_bad_role(fresh_url: str) -> None:
+    with pytest.raises(SystemExit):
+        main(["keys", "create", "--tenant", "acme", "--role", "admin"])
+
+
+def test_verify_reports_the_first_broken_link_and_exits_1(
+    fresh_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from domain.events import convert
+    from services.bootstrap import bootstrap
+    from services.settings import Settings
+    from tests.service.streams import legal_table
+
+    container = bootstrap(Settings(database_url=fresh_url))
+    try:
+        wire = legal_table(41)
+        container.store.append("acme", "good", 0, [convert(e) for e in wire])
+        container.store.append("acme", "bad", 0, [convert(e) for e in wire])
+    finally:
+        container.close()
+    capsys.readouterr()
+    assert main(["verify"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["ok"] is True
+    with psycopg.connect(fresh_url) as owner:
+        owner.execute("ALTER TABLE events DISABLE TRIGGER events_immutable")
+        owner.execute("UPDATE events SET body = body || '{\"at\": \"2020-01-01T00:00:00Z\"}' "
+                      "WHERE table_id = 'bad' AND version = 2")  # fmt: skip
+        owner.execute("ALTER TABLE events ENABLE TRIGGER events_immutable")
+    assert main(["verify"]) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    broken = [line for line in lines if "broken" in line]
+    assert [(b["table_id"], b["version"]) for b in broken] == [("bad", 2)]
+    assert lines[-1]["ok"] is False and lines[-1]["tables"] == 2
