@@ -156,9 +156,8 @@ def write(conn: Connection, batch: list[StatDelta]) -> None:
     stmt = insert(player_stats)
     set_: dict[str, Any] = {name: player_stats.c[name] + stmt.excluded[name] for name in STAT_COUNTERS}
     set_["max_multiplier"] = func.greatest(player_stats.c.max_multiplier, stmt.excluded.max_multiplier)
-    conn.execute(
-        stmt.on_conflict_do_update(index_elements=["tenant", "player_id", "preset"], set_=set_), values
-    )
+    upsert = stmt.on_conflict_do_update(index_elements=["tenant", "player_id", "preset"], set_=set_)
+    execute_many(conn, upsert, values)
     pattern_rows = [
         {"tenant": d.tenant, "player_id": d.player_id, "preset": d.preset, "pattern": p, "wins": n}
         for key in sorted(merged)

@@ -223,7 +223,7 @@ class Projector:
         with self._lock, self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROJECTOR_LOCK,))
             tables = [t.name for n in names for t in OWNED[n]]
-            conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY")
+            conn.execute(f"TRUNCATE {', '.join(tables)}")
             text_, params = _compiled_delete(names)
             conn.execute(text_, params)
             self._tables.clear()
@@ -248,7 +248,7 @@ class ProjectorRunner:
         projector: Projector,
         conninfo: str,
         *,
-        poll_seconds: float = 0.5,
+        poll_seconds: float = 1.0,
         configure: Callable[[psycopg.Connection[Any]], None] | None = None,
     ) -> None:
         self.projector = projector
@@ -288,7 +288,7 @@ class ProjectorRunner:
                 try:
                     self.projector.catch_up(max_seconds=5.0)
                 except Exception as exc:  # keep the service up; the next wake-up retries
-                    log.exception("projector_batch_failed", error=str(exc))
+                    log.error("projector_batch_failed", error=repr(exc)[:500])
                     self._stop.wait(1.0)
                 self._wait(listener)
                 if listener is None or listener.closed:
@@ -298,12 +298,16 @@ class ProjectorRunner:
                 listener.close()
 
     def _wait(self, listener: psycopg.Connection[Any] | None) -> None:
-        if listener is None or listener.closed:
-            self._stop.wait(self.poll_seconds)
-            return
-        try:
-            for _ in listener.notifies(timeout=self.poll_seconds, stop_after=1):
-                self.wakeups += 1
-        except psycopg.Error as exc:
-            log.warning("projector_listen_lost", error=str(exc))
-            listener.close()
+        """Until a notification, ``poll_seconds``, or stop — checking for stop every 50 ms."""
+        deadline = time.monotonic() + self.poll_seconds
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            if listener is None or listener.closed:
+                self._stop.wait(0.05)
+                continue
+            try:
+                for _ in listener.notifies(timeout=0.05, stop_after=1):
+                    self.wakeups += 1
+                    return
+            except psycopg.Error as exc:
+                log.warning("projector_listen_lost", error=str(exc))
+                listener.close()
