@@ -97,13 +97,17 @@ class _Ledger:
         self.base = base
         self.lines: list[Transfer] = []
 
-    def pay(self, payer: Party, payee: Party, units: int, reason: Reason, event: int, detail: str) -> None:
-        """``units`` × base coins from ``payer`` to ``payee``; nothing for zero units."""
+    def pay(
+        self, payer: Party, payee: Party, units: int, reason: Reason, event: int, detail: str, note: str = ""
+    ) -> None:
+        """``units`` × base coins from ``payer`` to ``payee``; nothing for zero units. ``detail``
+        ends with the units' derivation; `` × base B = amount`` is appended, then ``note``."""
         amount = units * self.base
         if amount == 0:
             return
+        text = f"{detail} × base {self.base} = {amount}{note}"
         self.lines.append(
-            Transfer(from_=payer, to=payee, amount=amount, reason=reason, event=event, detail=detail)
+            Transfer(from_=payer, to=payee, amount=amount, reason=reason, event=event, detail=text)
         )
 
 
@@ -118,7 +122,7 @@ def _kong_money(ledger: _Ledger, kong: KongRecord, rules: Rules) -> None:
         raw = 2 ** (kong.chain - 1)
         capped = f", capped by kong_chain_cap {rules.kong_chain_cap}" if factor != raw else ""
         how = (
-            f"{_ordinal(kong.chain)} kong of a 杠上杠 chain: {points} × 2^{kong.chain - 1}{capped} = {units}"
+            f"{_ordinal(kong.chain)} kong of a 杠上杠 chain{capped}: {points} × 2^{kong.chain - 1} = {units}"
         )
     else:
         how = f"{points} points"
@@ -131,7 +135,7 @@ def _kong_money(ledger: _Ledger, kong: KongRecord, rules: Rules) -> None:
         payers = others(kong.seat)
         who = "each other player pays"
     for payer in payers:
-        ledger.pay(payer, kong.seat, units, "kong", kong.event, f"{label}, {how} × base {ledger.base}; {who}")
+        ledger.pay(payer, kong.seat, units, "kong", kong.event, f"{label}, {who}; {how}")
 
 
 def _win_out(win: WinRecord, ma: int, bao_hu: str | None) -> WinOut:
@@ -169,7 +173,7 @@ def _hand_payment(
     bao_hu: str | None = None
     if win.source is None:
         for payer in others(win.seat):
-            lines.append((payer, m, f"自摸 {name(win.tile)}: each other player pays base × {how}"))
+            lines.append((payer, m, f"自摸 {name(win.tile)}, each other player pays: {how}"))
     else:
         kind = "抢杠胡" if win.robbed_kong else ("杠上炮" if win.after_kong_discard else "点炮")
         winner_declared = win.liang_dao or _declared(record, win.seat, win.event)
@@ -177,10 +181,12 @@ def _hand_payment(
         if winner_declared and not source_declared and rules.liang_dao_feed != "normal":
             bao_hu = rules.liang_dao_feed
             if rules.liang_dao_feed == "discarder_pays_double":
-                detail = f"{kind} {name(win.tile)}, 包胡: discarder_pays_double: 2 × base × {how}"
+                detail = (
+                    f"{kind} {name(win.tile)}, 包胡: discarder_pays_double, the discarder pays: 2 × {how}"
+                )
                 lines.append((win.source, 2 * m, detail))
             else:  # both_pay: like a self-draw
-                detail = f"{kind} {name(win.tile)}, 包胡: both_pay (like a self-draw): base × {how}"
+                detail = f"{kind} {name(win.tile)}, 包胡: both_pay (like a self-draw), each other pays: {how}"
                 for payer in others(win.seat):
                     lines.append((payer, m, detail))
         else:
@@ -190,9 +196,9 @@ def _hand_payment(
                 why = ", the discarder had declared 亮倒 too: normal payment"
             else:
                 why = ""
-            lines.append((win.source, m, f"{kind} {name(win.tile)}{why}: the discarder pays base × {how}"))
+            lines.append((win.source, m, f"{kind} {name(win.tile)}{why}, the discarder pays: {how}"))
     for payer, units, detail in lines:
-        ledger.pay(payer, win.seat, units, "hu", win.event, detail + note)
+        ledger.pay(payer, win.seat, units, "hu", win.event, detail, note)
     return _win_out(win, ma, bao_hu), [(payer, units) for payer, units, _ in lines]
 
 
@@ -208,7 +214,8 @@ def _piao(ledger: _Ledger, record: HandRecord, win: WinRecord, payers: list[tupl
             units,
             "piao",
             win.event,
-            f"漂: payer seat {payer} {piao[payer]} + payee seat {win.seat} {piao[win.seat]} = {units} × base",
+            f"漂: payer seat {payer} piao {piao[payer]} + payee seat {win.seat} piao {piao[win.seat]}"
+            f" = {units}",
         )
 
 
@@ -220,7 +227,7 @@ def _exhausted(ledger: _Ledger, record: HandRecord, rules: Rules) -> None:
     event = record.end_event
     if mode == "first_declarer_pays_each":
         first = decl[0].seat
-        detail = "荒庄, first_declarer_pays_each: the first 亮倒 declarer pays each other player 1 × base"
+        detail = "荒庄, first_declarer_pays_each: the first 亮倒 declarer pays each other player 1"
         for payee in others(first):
             ledger.pay(first, payee, 1, "exhausted", event, detail)
         return
@@ -234,7 +241,7 @@ def _exhausted(ledger: _Ledger, record: HandRecord, rules: Rules) -> None:
                     1,
                     "exhausted",
                     event,
-                    "荒庄, declarers_pay_undeclared: each 亮倒 declarer pays each non-declarer 1 × base",
+                    "荒庄, declarers_pay_undeclared: each 亮倒 declarer pays each non-declarer 1",
                 )
 
 
@@ -253,7 +260,7 @@ def settle_hand(record: HandRecord, rules: Rules) -> Settlement:
                     rules.service_fee,
                     "fee",
                     record.start_event,
-                    f"service fee {rules.service_fee} × base at the hand's start",
+                    f"service fee at the hand's start: {rules.service_fee}",
                 )
         for kong in record.kongs:
             _kong_money(ledger, kong, rules)

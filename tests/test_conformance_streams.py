@@ -143,4 +143,4 @@ def test_transfers_carry_the_version_of_their_event() -> None:
         ("kong", 8, 8),
         ("hu", 11, 2),
     ]
-    assert "3rd kong of a 杠上杠 chain" in out["hands"][0]["transfers"][4]["detail"]
+    assert "3rd kong of a 杠上杠 chain: 2 × 2^2 = 8 × base 1 = 8" in out["hands"][0]["transfers"][4]["detail"]

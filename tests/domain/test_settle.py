@@ -578,7 +578,7 @@ def test_bao_hu_is_marked_on_the_win_and_in_the_detail() -> None:
 def test_kong_chain_detail_names_the_factor() -> None:
     rec = record(end="exhausted", kongs=(kong(1, "exposed", "5s", 15, chain=2, source=0),))
     (t,) = settle_hand(rec, resolve({})).transfers
-    assert t.detail == "直杠 5s, 2nd kong of a 杠上杠 chain: 2 × 2^1 = 4 × base 1; the discarder pays"
+    assert t.detail == "直杠 5s, the discarder pays; 2nd kong of a 杠上杠 chain: 2 × 2^1 = 4 × base 1 = 4"
     assert t.amount == 4
 
 
