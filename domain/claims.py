@@ -97,9 +97,10 @@ def _no_wall(state: TableState, hs: HandState, seat: int, tile: int, v: int) -> 
 
 
 def _changes_waits(state: TableState, seat: int, tile: int, kind: str, v: int) -> Ruling:
+    what = "直杠 (exposed kong)" if kind == "exposed" else "暗杠 (concealed kong)"
     return make(
         v, "liang_dao_kong_changes_waits",
-        f"{who(state, seat)} declared 亮倒 and may not {kind} 杠 {t(tile)}: the triplet is not an "
+        f"{who(state, seat)} declared 亮倒 and may not {what} {t(tile)}: the triplet is not an "
         "independent set in every ready decomposition, so the kong would change the declared waits",
         f"{who(state, seat)} 已亮倒，不能杠{t(tile)}：这三张不是独立的一组，开杠会改变所听的牌",
         seat=seat, tile=t(tile), kind=kind,
@@ -123,7 +124,7 @@ def check_kong(state: TableState, hs: HandState, rules: Rules, ev: Kong, v: int)
         if remaining(hs) == 0:
             return _no_wall(state, hs, seat, tile, v)
         if hs.liang_dao[seat] is not None and not kong_keeps_waits(hs, seat, tile, kind):
-            return _changes_waits(state, seat, tile, "an exposed", v)
+            return _changes_waits(state, seat, tile, "exposed", v)
         return None
     # 暗杠 / 补杠: right after one's own draw (or the dealer before the first discard)
     if hs.phase != "discard" or seat != hs.turn:
@@ -179,7 +180,7 @@ def check_kong(state: TableState, hs: HandState, rules: Rules, ev: Kong, v: int)
             drawn=t(hs.drawn) if hs.drawn is not None else None,
         )  # fmt: skip
     if kind == "concealed" and hs.liang_dao[seat] is not None and not kong_keeps_waits(hs, seat, tile, kind):
-        return _changes_waits(state, seat, tile, "a concealed", v)
+        return _changes_waits(state, seat, tile, "concealed", v)
     return None
 
 

@@ -415,7 +415,7 @@ def _check_liang_dao(state: TableState, hs: HandState, rules: Rules, ev: Any, v:
 
 
 def _check_exhausted(state: TableState, hs: HandState, rules: Rules, ev: Any, v: int) -> Ruling | None:
-    if remaining(hs) == 0 and hs.phase in ("claim", "replacement"):
+    if remaining(hs) == 0 and hs.phase in ("claim", "replacement", "rob"):
         return None
     return make(
         v, "sequence",

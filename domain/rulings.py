@@ -7,6 +7,7 @@ violations. docs/rulings.md describes each code with an example message.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from domain.state import Ruling
@@ -57,13 +58,19 @@ def ts(kinds: tuple[int, ...] | list[int]) -> str:
     return " ".join(TILE_NAMES[k] for k in kinds) or "-"
 
 
+_SEAT = re.compile(r"seat (\d) \(([^)]*)\)('s )?")
+
+
 def make(event: int, code: str, message: str, message_zh: str, **detail: Any) -> Ruling:
     if code not in ALL_CODES:  # pragma: no cover - a typo in the engine itself
         raise ValueError(f"unknown ruling code {code!r}")
+    # the Chinese text names seats the Chinese way: "seat 1 (bob)" → "1号位（bob）"
+    zh = _SEAT.sub(lambda m: f"{m[1]}号位（{m[2]}）" + ("的" if m[3] else ""), message_zh)
+    zh = zh.replace("replacement draw", "补牌").replace("draw", "摸牌").replace("the 买码 tile", "买码牌")
     return Ruling(
         code=code,
         message=message,
-        message_zh=message_zh,
+        message_zh=zh,
         event=event,
         kind="structure" if code in STRUCTURE else "rule",
         detail=detail,

@@ -343,3 +343,18 @@ def test_maima_settles_at_the_hu_and_again_with_the_ma_tile() -> None:
     assert after.coins == after.settlements[0].net != before.coins
     r = when(after, events[-1])  # only once
     assert r is not None and r.code == "sequence"
+
+
+def test_record_mode_kong_without_wall_skips_the_replacement_draw() -> None:
+    # seat 2 draws the last tile, 9s, holding 999s, and konges anyway on a recording table
+    h = ("123456789p 1234s C", "2345678p 345s PPP", "11p 22p 33p 999s FF C P")
+    st = given(opened(violations="record"), started(*h, wall=full_wall(*h, back="9s")), discard(0, "C"))
+    st = then_ok(burn(st, 43), draw(2, "9s"))
+    st, ruling, ok = engine.step(st, kong(2, "9s", "concealed"))
+    assert ok and ruling is not None and ruling.code == "kong_without_wall"
+    r = when(st, draw(2, "1p"))
+    assert r is not None and r.code == "sequence"
+    st = then_ok(st, exhausted())
+    assert st.settlements[-1].end == "exhausted"
+    # kong money of a recorded kong stands like any other (荒庄不荒杠)
+    assert st.settlements[-1].net == (-2, -2, 4)
