@@ -1,0 +1,245 @@
+"""The read endpoints over HTTP against a real PostgreSQL: state at any event (stepping equals
+jumping, seat views, roles), settlements with derivations and other house rules, the audit of the
+conformance and golden streams, statistics, ledgers, the leaderboard and the discrepancy feed."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from domain import engine
+from domain.events import convert
+from projections.projector import Projector
+from projections.views import full_view, seat_view
+from tests.projections.helpers import append, simulated
+from tests.service.streams import CONFORMANCE, GOLDEN, expectation, load
+
+pytestmark = pytest.mark.db
+
+_VOLATILE = ("table_id", "at", "latest", "folded_from")
+
+
+def _json(x: Any) -> Any:
+    return msgspec.json.decode(msgspec.json.encode(x))
+
+
+@pytest.fixture()
+def support(make_key: Any, tenant: str) -> dict[str, str]:
+    return make_key(tenant, "support")  # type: ignore[no-any-return]
+
+
+@pytest.fixture()
+def dashboard(make_key: Any, tenant: str) -> dict[str, str]:
+    return make_key(tenant, "dashboard")  # type: ignore[no-any-return]
+
+
+@pytest.fixture()
+def projector(container: Any) -> Projector:
+    return Projector(container.pool, container.store, engine)
+
+
+def _new_table(client: Any, platform: dict[str, str], events: list[dict[str, Any]]) -> str:
+    table_id = "rd-" + uuid.uuid4().hex[:12]
+    append(client, platform, table_id, events)
+    return table_id
+
+
+def test_stepping_through_a_table_equals_jumping_to_each_event(
+    client: Any, platform: dict[str, str], support: dict[str, str], projector: Projector
+) -> None:
+    events = simulated(321, 3)
+    table_id = _new_table(client, platform, events)
+    projector.catch_up()  # per-hand snapshots exist: jumps start from them
+    state = engine.initial()
+    from_snapshot = 0
+    for n, e in enumerate(events, start=1):
+        state = engine.step(state, convert(e))[0]  # stepping 1, 2, … n
+        full = client.get(f"/v1/tables/{table_id}/state", params={"at": n}, headers=support).json()
+        from_snapshot += full["folded_from"] > 0
+        assert {k: v for k, v in full.items() if k not in _VOLATILE} == _json(full_view(state))
+        seat = n % 3
+        seen = client.get(
+            f"/v1/tables/{table_id}/state", params={"at": n, "seat": seat}, headers=platform
+        ).json()
+        assert {k: v for k, v in seen.items() if k not in _VOLATILE} == _json(seat_view(state, seat))
+    assert from_snapshot > len(events) // 2
+    latest = client.get(f"/v1/tables/{table_id}/state", headers=platform).json()
+    assert latest["at"] == len(events) and latest["view"] == "public"
+
+
+def test_read_roles_and_tenants(
+    client: Any, platform: dict[str, str], support: dict[str, str], dashboard: dict[str, str], make_key: Any
+) -> None:
+    table_id = _new_table(client, platform, simulated(5, 1))
+    stranger = make_key("other-" + uuid.uuid4().hex[:6], "support")
+    assert client.get(f"/v1/tables/{table_id}/state", headers=dashboard).status_code == 403
+    assert client.get(f"/v1/tables/{table_id}/audit", headers=platform).status_code == 403
+    assert client.get(f"/v1/tables/{table_id}/audit", headers=stranger).status_code == 403
+    r = client.get(f"/v1/tables/{table_id}/state", headers=stranger)
+    assert r.status_code == 403 and r.json()["error"] == "forbidden"
+    assert client.get("/v1/tables/nope-nope/state", headers=support).json()["error"] == "not_found"
+    assert (
+        client.get(f"/v1/tables/{table_id}/state", params={"at": 10**6}, headers=support).status_code == 422
+    )
+    assert client.get(f"/v1/tables/{table_id}/state").status_code == 401
+
+
+def _settled_table(client: Any, platform: dict[str, str]) -> tuple[str, list[dict[str, Any]], Any]:
+    for seed in range(40, 80):
+        events = simulated(seed, 2, preset="default")
+        state = engine.fold([convert(e) for e in events])
+        won = [s for s in state.settlements if s.wins and s.wins[0].multiplier >= 4]
+        if won:
+            return _new_table(client, platform, events), events, won[0]
+    raise AssertionError("no simulated hand worth ×4")
+
+
+def test_settlement_with_derivation_and_under_other_rules(client: Any, platform: dict[str, str]) -> None:
+    table_id, events, settlement = _settled_table(client, platform)
+    url = f"/v1/tables/{table_id}/hands/{settlement.hand}/settlement"
+    body = client.get(url, headers=platform).json()
+    got = body["settlement"]
+    assert got["net"] == list(settlement.net)
+    assert [(t["from"], t["to"], t["amount"], t["reason"]) for t in got["transfers"]] == [
+        (t.from_, t.to, t.amount, t.reason) for t in settlement.transfers
+    ]
+    win = got["wins"][0]
+    assert win["derivation"]["patterns"] and win["derivation"]["decomposition"]
+    assert all("event_type" in t and t["detail"] for t in got["transfers"])
+    # under other house rules: a cap of 2 can only lower the hand payment
+    other = client.get(url, params={"cap": 2}, headers=platform).json()["what_if"]
+    assert other["rules"]["cap"] == 2 and other["settlement"]["wins"][0]["payable"] <= win["payable"]
+    expected = engine.fold([convert(e) for e in events], rules_override={"cap": 2}).settlements
+    assert other["settlement"]["net"] == list(next(s for s in expected if s.hand == settlement.hand).net)
+    preset = client.get(url, params={"rules": "uncapped"}, headers=platform).json()["what_if"]
+    assert preset["rules"]["cap"] is None and preset["rules"]["preset"] == "uncapped"
+    bad = client.get(url, params={"rules": "nowhere"}, headers=platform)
+    assert bad.status_code == 422 and bad.json()["error"] == "malformed"
+    assert client.get(url, params={"colour": "red"}, headers=platform).status_code == 422
+    assert client.get(f"/v1/tables/{table_id}/hands/99/settlement", headers=platform).status_code == 404
+
+
+def _streams() -> list[Path]:
+    return sorted(CONFORMANCE.glob("*.jsonl")) + sorted(GOLDEN.glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("path", _streams(), ids=lambda p: p.stem)
+def test_audit_of_the_conformance_and_golden_streams(
+    client: Any, platform: dict[str, str], support: dict[str, str], path: Path
+) -> None:
+    if "error" in expectation(path):
+        pytest.skip("a stream that must be rejected")
+    events = load(path)
+    table_id = _new_table(client, platform, events)
+    state = engine.fold([convert(e) for e in events])
+    audit = client.get(f"/v1/tables/{table_id}/audit", headers=support).json()
+    assert audit["hash_chain"]["ok"] is True and audit["version"] == len(events)
+    lou = {(x.hand, x.seat, x.event): x for x in state.lou_hu_log}
+    if state.hand is not None:
+        lou.update({(x.hand, x.seat, x.event): x for x in state.hand.lou_hu_log})
+    assert len(audit["lou_hu"]) == len(lou)
+    for item in audit["lou_hu"]:
+        x = lou[(item["hand"], item["seat"], item["passed"]["event"])]
+        assert item["passed"]["from"] == x.source and item["would_have_paid"]["multiplier"] == x.multiplier
+        if x.lifted_by is not None:
+            lifted = events[x.lifted_by - 1]
+            assert lifted["type"] == "tile_drawn" and item["lifted_by"] == {
+                "event": x.lifted_by,
+                "tile": lifted["tile"],
+            }
+    audited = [k for chain in audit["kong_chains"] for k in chain["kongs"]]
+    if state.hand is not None:
+        last_hand = [
+            (k["event"], k["k"])
+            for c in audit["kong_chains"]
+            if c["hand"] == state.hand.hand
+            for k in c["kongs"]
+        ]
+        assert last_hand == [(k.event, k.chain) for k in state.hand.record.kongs]
+    for k in audited:
+        assert k["factor"] == 2 ** (k["k"] - 1) and (k["coins"] or k["robbed"])
+    zh = client.get(f"/v1/tables/{table_id}/audit", headers={**support, "Accept-Language": "zh-CN,en;q=0.5"})
+    assert zh.headers["content-language"] == "zh" and zh.json()["lang"] == "zh"
+    for item in zh.json()["lou_hu"]:
+        assert "漏胡" in item["message"]
+
+
+def test_the_golden_kong_chain_and_lou_hu_are_explained(
+    client: Any, platform: dict[str, str], support: dict[str, str]
+) -> None:
+    table_id = _new_table(client, platform, load(GOLDEN / "kong-chain.jsonl"))
+    chains = client.get(f"/v1/tables/{table_id}/audit", headers=support).json()["kong_chains"]
+    (chain,) = [c for c in chains if c["length"] > 1]
+    assert [(k["kind"], k["k"], k["factor"]) for k in chain["kongs"]] == [
+        ("concealed", 1, 1), ("concealed", 2, 2), ("exposed", 3, 4)
+    ]  # fmt: skip
+    assert chain["total_coins"] == 2 + 2 + 4 + 4 + 8
+    table_id = _new_table(client, platform, load(GOLDEN / "lou-hu-then-self-draw.jsonl"))
+    (lou,) = client.get(f"/v1/tables/{table_id}/audit", headers=support).json()["lou_hu"]
+    assert lou["passed"]["tile"] == "5p" and lou["would_have_paid"]["multiplier"] >= 2
+
+
+def test_stats_ledger_leaderboard_and_discrepancies(
+    client: Any,
+    platform: dict[str, str],
+    dashboard: dict[str, str],
+    support: dict[str, str],
+    projector: Projector,
+) -> None:
+    tables = {_new_table(client, platform, ev): ev for ev in (simulated(900 + i, 2) for i in range(30))}
+    projector.catch_up()
+    states = {t: engine.fold([convert(e) for e in ev]) for t, ev in tables.items()}
+    player = tables[next(iter(tables))][0]["players"][0]
+    stats = client.get(f"/v1/players/{player}/stats", headers=dashboard).json()
+    hands = wins = net = 0
+    for t, ev in tables.items():
+        seats = [i for i, p in enumerate(ev[0]["players"]) if p == player]
+        for s in states[t].settlements:
+            if s.end == "aborted":
+                continue
+            for seat in seats:
+                hands += 1
+                net += s.net[seat]
+                wins += sum(1 for w in s.wins if w.seat == seat)
+    overall = stats["overall"]
+    assert (overall["hands_played"], overall["wins"], overall["net_coins"]) == (hands, wins, net)
+    assert overall["ratios"]["win_rate"] == round(wins / hands, 4)
+    assert sum(p["hands_played"] for p in stats["presets"].values()) == hands
+    # the ledger, page by page, with its running balance
+    entries: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        page = client.get(
+            f"/v1/players/{player}/ledger", params={"after": after, "limit": 7}, headers=dashboard
+        )
+        body = page.json()
+        entries += body["entries"]
+        if body["next_after"] is None:
+            break
+        after = body["next_after"]
+    running = 0
+    for entry in entries:
+        running += entry["amount"]
+        assert entry["balance"] == running
+    assert running == body["balance"] == net
+    board = client.get("/v1/leaderboard", headers=dashboard).json()["players"]
+    assert [p["net_coins"] for p in board] == sorted((p["net_coins"] for p in board), reverse=True)
+    assert any(p["player_id"] == player and p["net_coins"] == net for p in board)
+    house = client.get("/v1/players/house/ledger", headers=dashboard)
+    total = sum(p["net_coins"] for p in board) + (house.json()["balance"] if house.status_code == 200 else 0)
+    assert total == 0  # the whole ledger of the tenant sums to zero
+    feed = client.get("/v1/discrepancies", headers=support).json()["discrepancies"]
+    reported_wrong = set()
+    for t, state in states.items():
+        for rep in state.reported:
+            computed = next(s for s in reversed(state.settlements) if s.hand == rep.hand)
+            from projections.discrepancies import compare
+
+            if compare([(x.from_, x.to, x.amount) for x in computed.transfers], list(rep.transfers)):
+                reported_wrong.add((t, rep.hand))
+    assert {(d["table_id"], d["hand"]) for d in feed} == reported_wrong
+    assert client.get("/v1/discrepancies", headers=dashboard).status_code == 403
