@@ -48,11 +48,16 @@ def candidates(hs: HandState, rules: Rules, tile: int, source: int, kind: WinKin
     return tuple(out)
 
 
-def close_window(hs: HandState, closing_event: int, winners: Iterable[int] = ()) -> HandState | None:
+def close_window(
+    hs: HandState, rules: Rules, closing_event: int, winners: Iterable[int] = ()
+) -> HandState | None:
     """The hand after the claim / rob window closed at ``closing_event``: every candidate that
-    could legally have won and is not among ``winners`` becomes restricted. None: nothing changes."""
+    could legally have won and is not among ``winners`` becomes restricted (``lou_hu: off``:
+    nobody). None: nothing changes."""
     if not hs.candidates:
         return None
+    if rules.lou_hu == "off":
+        return msgspec.structs.replace(hs, candidates=())
     won = set(winners)
     lou = list(hs.lou_hu)
     log = hs.lou_hu_log

@@ -207,7 +207,7 @@ def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSt
     assert isinstance(ev, TileDrawn)
     hs = _hand(state)
     seat, k = ev.seat, TILE_INDEX[ev.tile]
-    hs = close_window(hs, v) or hs
+    hs = close_window(hs, _rules(state), v) or hs
     hs = lift(hs, seat, v) or hs
     back = hs.phase in ("replacement", "rob")
     chain = hs.chain
@@ -282,7 +282,7 @@ def _peng(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSta
     assert isinstance(ev, Peng)
     hs = _hand(state)
     seat, k = ev.seat, TILE_INDEX[ev.tile]
-    hs = close_window(hs, v) or hs
+    hs = close_window(hs, _rules(state), v) or hs
     meld = Meld(kind="peng", tile=k, source=hs.turn, event=v)
     hs = _replace(
         hs,
@@ -313,7 +313,7 @@ def _kong(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSta
     if kind == "exposed":
         source = hs.turn
         extend = chain is not None and chain.stage == "discard" and chain.seat == source
-        hs = close_window(hs, v) or hs
+        hs = close_window(hs, _rules(state), v) or hs
         meld = Meld(kind="kong_exposed", tile=k, source=source, event=v)
         melds = (*hs.melds[seat], meld)
         hs = _replace(
@@ -404,7 +404,7 @@ def _hu(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState
                 violation=violation,
             )
         )
-    hs = close_window(hs, v, ev.winners) or hs
+    hs = close_window(hs, rules, v, ev.winners) or hs
     rec = hs.record
     if kind == "rob":
         last = rec.kongs[-1]
@@ -424,7 +424,7 @@ def _hu(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState
 
 def _exhausted(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
     hs = _hand(state)
-    hs = close_window(hs, v) or hs
+    hs = close_window(hs, _rules(state), v) or hs
     return _end(state, _replace(hs, record=_replace(hs.record, end="exhausted", end_event=v)), v)
 
 

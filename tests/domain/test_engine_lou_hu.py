@@ -94,3 +94,8 @@ def test_hu_that_leaves_out_a_candidate_records_the_pass() -> None:
     )  # fmt: skip
     hs = st.hand
     assert hs is not None and [(r.seat, r.multiplier, r.since) for r in hs.lou_hu_log] == [(2, 2, 4)]
+
+
+def test_off_restricts_nobody_and_records_nothing() -> None:
+    hs = passed("off").hand
+    assert hs is not None and hs.lou_hu == (None, None, None) and hs.lou_hu_log == ()
