@@ -165,4 +165,3 @@ def test_yunmeng_preset_has_no_rob_and_compares_multipliers() -> None:
     assert code(st, hu([2], "3p", 1)) == "rob_kong_disabled"
     st = play(st, draw(1, "6p"), discard(1, "6p"))
     assert code(st, hu([2], "6p", 1)) is None
-
