@@ -36,69 +36,71 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", forbid
     at: Rfc3339 | None = None
 
 
-class TableOpened(_Event, tag="table_opened"):
+class TableOpened(_Event, tag="table_opened", frozen=True):
     players: Annotated[list[PlayerId], Meta(min_length=3, max_length=3)]
     rules: dict[str, Any] = msgspec.field(default_factory=lambda: {"preset": "default"})
     base: Annotated[int, Meta(ge=1, le=1_000_000)] = 1
     violations: Literal["reject", "record"] = "reject"
 
 
-class HandStarted(_Event, tag="hand_started"):
+class HandStarted(_Event, tag="hand_started", frozen=True):
     hand: Annotated[int, Meta(ge=1)]
     dealer: Seat
-    hands: Annotated[list[Annotated[list[TileStr], Meta(min_length=13, max_length=14)]], Meta(min_length=3, max_length=3)]
+    hands: Annotated[
+        list[Annotated[list[TileStr], Meta(min_length=13, max_length=14)]], Meta(min_length=3, max_length=3)
+    ]
     wall: Annotated[list[TileStr], Meta(min_length=WALL_SIZE, max_length=WALL_SIZE)] | None = None
     wall_sha256: Sha256Hex | None = None
     dice: Annotated[list[Annotated[int, Meta(ge=1, le=6)]], Meta(min_length=2, max_length=2)] | None = None
     piao: Annotated[list[Annotated[int, Meta(ge=0, le=1000)]], Meta(min_length=3, max_length=3)] | None = None
 
 
-class TileDrawn(_Event, tag="tile_drawn"):
+class TileDrawn(_Event, tag="tile_drawn", frozen=True):
     seat: Seat
     tile: TileStr
 
 
-class TileDiscarded(_Event, tag="tile_discarded"):
+class TileDiscarded(_Event, tag="tile_discarded", frozen=True):
     seat: Seat
     tile: TileStr
 
 
-class Peng(_Event, tag="peng"):
+class Peng(_Event, tag="peng", frozen=True):
     seat: Seat
     tile: TileStr
 
 
-class Kong(_Event, tag="kong"):
+class Kong(_Event, tag="kong", frozen=True):
     seat: Seat
     tile: TileStr
     kind: Literal["concealed", "added", "exposed"]
 
 
-class LiangDao(_Event, tag="liang_dao"):
+class LiangDao(_Event, tag="liang_dao", frozen=True):
     seat: Seat
     discard: TileStr
     hidden: Annotated[list[TileStr], Meta(max_length=4)] = msgspec.field(default_factory=list)
 
 
-class Hu(_Event, tag="hu"):
+class Hu(_Event, tag="hu", frozen=True):
     winners: Annotated[list[Seat], Meta(min_length=1, max_length=2)]
     tile: TileStr
     from_: Seat | None = msgspec.field(name="from")
 
 
-class HandExhausted(_Event, tag="hand_exhausted"):
+class HandExhausted(_Event, tag="hand_exhausted", frozen=True):
     pass
 
 
-class HandAborted(_Event, tag="hand_aborted"):
+class HandAborted(_Event, tag="hand_aborted", frozen=True):
     reason: Annotated[str, Meta(min_length=1, max_length=500)]
 
 
-class MaDrawn(_Event, tag="ma_drawn"):
+class MaDrawn(_Event, tag="ma_drawn", frozen=True):
     tile: TileStr
 
 
-class WallRevealed(_Event, tag="wall_revealed"):
+class WallRevealed(_Event, tag="wall_revealed", frozen=True):
     wall: Annotated[list[TileStr], Meta(min_length=WALL_SIZE, max_length=WALL_SIZE)]
 
 
@@ -108,12 +110,12 @@ class ReportedTransfer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     amount: int
 
 
-class SettlementReported(_Event, tag="settlement_reported"):
+class SettlementReported(_Event, tag="settlement_reported", frozen=True):
     hand: Annotated[int, Meta(ge=1)]
     transfers: list[ReportedTransfer]
 
 
-class TableClosed(_Event, tag="table_closed"):
+class TableClosed(_Event, tag="table_closed", frozen=True):
     pass
 
 
@@ -186,7 +188,8 @@ def decode_list(data: bytes | str) -> list[Event]:
 def convert(obj: Any) -> Event:
     """Build an event from an already-parsed JSON value (a dict)."""
     try:
-        return msgspec.convert(obj, Event)
+        event: Event = msgspec.convert(obj, Event)
+        return event
     except msgspec.ValidationError as exc:
         raise EventDecodeError(str(exc), _field_of(str(exc))) from None
 
