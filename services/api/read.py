@@ -7,10 +7,12 @@ Roles: ``platform`` reads its own tenant's tables (the state as a seat or as the
 
 The projector (projections/projector.py) runs in the background for the life of the app: this
 router's lifespan starts it after the app's own lifespan has built the container, and stops it.
+``KWX_PROJECTOR=off`` leaves it out of this process (then run ``kwx projections follow``).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -45,8 +47,11 @@ def projector_of(container: Container) -> Any:
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     container: Container | None = getattr(app.state, "container", None)
     runner = None
+    # KWX_PROJECTOR=off: this process serves reads only; run `kwx projections follow` elsewhere.
+    wanted = os.environ.get("KWX_PROJECTOR", "on").lower() not in ("off", "0", "false", "no")
     if (
         container is not None
+        and wanted
         and container.extras.get("projector_background", True)
         and hasattr(container.engine, "_engine")
     ):

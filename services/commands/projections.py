@@ -1,9 +1,10 @@
-"""kwx projections rebuild [NAME …] | status: the read models (docs/projections.md).
+"""kwx projections rebuild [NAME …] | status | follow: the read models (docs/projections.md).
 
 ``rebuild`` empties the named read models (all when none is named) and their checkpoints in one
 transaction, then replays the whole log from position 0 into them. A running service keeps
 serving meanwhile; its background projector and this command take turns on the projector lock,
-so nothing is applied twice. ``status`` prints each checkpoint and how far behind the log it is.
+so nothing is applied twice. ``status`` prints each checkpoint. ``follow`` runs the projector as
+its own process (for a service started with ``KWX_PROJECTOR=off``) until Ctrl-C.
 Output: JSON lines.
 """
 
@@ -24,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="hand_settlements, ledger, player_stats, discrepancies, snapshots (default: all)",
     )
     sub.add_parser("status", help="checkpoints of the read models")
+    sub.add_parser("follow", help="run the projector in this process until interrupted (LISTEN/NOTIFY)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     container = bootstrap(Settings.from_env())
     try:
         projector = Projector(container.pool, container.store)
+        if args.action == "follow":
+            return _follow(projector, container.database_url)
         if args.action == "status":
             for name, (tx_id, position) in projector.checkpoints().items():
                 print(json.dumps({"projection": name, "tx_id": tx_id, "position": position}))
@@ -54,3 +58,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         container.close()
+
+
+def _follow(projector: object, conninfo: str) -> int:
+    from projections.projector import ProjectorRunner
+
+    runner = ProjectorRunner(projector, conninfo)  # type: ignore[arg-type]
+    runner.start()
+    print(json.dumps({"following": True}), flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        runner.stop()
+    return 0
