@@ -384,6 +384,8 @@ def _discard_rules(
             f"{who(state, seat)} 已亮倒，必须打出刚摸到的{t(hs.drawn)}，不能打{t(tile)}",
             seat=seat, tile=t(tile), drawn=t(hs.drawn),
         )  # fmt: skip
+    if not rules.liang_dao_forbid_feeding:
+        return None
     return feeding(hs, rules, seat, tile, v, who(state, seat))
 
 

@@ -56,25 +56,27 @@ def _dragons_ok(d: tuple[int, ...]) -> bool:
 
 def waits(counts: Sequence[int]) -> tuple[int, ...]:
     """The kinds that complete a 3n+1 concealed hand, ascending (as ``domain.shape.waits``)."""
-    c = tuple(counts)
-    if sum(c) % 3 != 1:
+    c = counts if type(counts) is tuple else tuple(counts)
+    total = sum(c)
+    if total % 3 != 1:
         return ()
     p, s, d = c[0:9], c[9:18], c[18:21]
     p_ok, s_ok, d_ok = _suit_ok(p), _suit_ok(s), _dragons_ok(d)
-    out: set[int] = set()
+    out: list[int] = []
     if s_ok and d_ok:
-        out.update(_suit_adds(p))
+        out.extend(_suit_adds(p))
     if p_ok and d_ok:
-        out.update(9 + i for i in _suit_adds(s))
+        out.extend(9 + i for i in _suit_adds(s))
     if p_ok and s_ok:
         for i in range(3):
             if 0 < d[i] < 4:
                 dd = list(d)
                 dd[i] += 1
                 if _dragons_ok(tuple(dd)):
-                    out.add(18 + i)
-    if sum(c) == 13:
-        odd = [k for k in range(21) if c[k] % 2]
-        if len(odd) == 1 and c[odd[0]] < 4:
-            out.add(odd[0])
-    return tuple(sorted(out))
+                    out.append(18 + i)
+    if total == 13 and c.count(1) + c.count(3) == 1:  # 七对: six pairs (or fours) and one odd kind
+        k = c.index(1) if 1 in c else c.index(3)
+        if k not in out:
+            out.append(k)
+            out.sort()
+    return tuple(out)
