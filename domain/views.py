@@ -55,10 +55,10 @@ def public_view(state: TableState, seat: int | None) -> dict[str, Any]:
 
 def _action(a: Any, viewer: int | None, hs: HandState | None) -> dict[str, Any]:
     d: dict[str, Any] = _b(a)
-    if "tile" in d:
+    if a.type not in ("table_opened", "hand_started", "hand_exhausted"):
         d["tile"] = _t(a.tile)
         if a.type == "tile_drawn" and viewer != a.seat:
-            d["tile"] = None  # the wall is hidden
+            d["tile"] = None  # the wall is hidden from everyone but the drawer
     if "hidden" in d:
         d["hidden"] = [TILE_NAMES[k] for k in a.hidden]
     return d

@@ -358,3 +358,29 @@ def test_record_mode_kong_without_wall_skips_the_replacement_draw() -> None:
     assert st.settlements[-1].end == "exhausted"
     # kong money of a recorded kong stands like any other (荒庄不荒杠)
     assert st.settlements[-1].net == (-2, -2, 4)
+
+
+# --- views ----------------------------------------------------------------------------------------
+
+
+def test_views_are_json_and_show_the_turn_and_the_legal_next_actions() -> None:
+    st = declared(hidden="C")
+    st = then_ok(st, draw(2, "1s"))
+    for seat in (None, 0, 1, 2):
+        view = engine.public_view(st, seat)
+        json.dumps(view)  # plain JSON values only
+        assert view["hand"]["phase"] == "discard" and view["hand"]["turn"] == 2
+        assert view["hand"]["wall_remaining"] == 44 - 2
+        assert view["hand"]["seats"][1]["liang_dao"]["waits"] == ["6p", "9p"]
+    own = engine.public_view(st, 2)
+    other = engine.public_view(st, 0)
+    assert own["hand"]["drawn"] == "1s" and other["hand"]["drawn"] is None
+    assert {a["type"] for a in own["legal_actions"]} >= {"tile_discarded"}
+    st = then_ok(st, discard(2, "1s"))
+    draws = [a for a in engine.public_view(st, 1)["legal_actions"] if a["type"] == "tile_drawn"]
+    assert draws == [{"type": "tile_drawn", "seat": 0, "tile": None}]  # the wall is unknown anyway
+
+
+def test_view_coins_include_this_hands_kong_money() -> None:
+    st = engine.fold(stream(GOLDEN / "kong-chain.jsonl")[:5])
+    assert engine.public_view(st, None)["coins"] == [4 + 8, -2 - 4, -2 - 4]
