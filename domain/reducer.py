@@ -157,10 +157,7 @@ def _started(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> Table
         fresh=True,
         record=record,
     )
-    log = state.lou_hu_log
-    if state.hand is not None and state.hand.lou_hu_log:
-        log = (*log, *state.hand.lou_hu_log)
-    return _replace(state, hand=hs, hand_no=ev.hand, dealer=dealer, lou_hu_log=log)
+    return _replace(state, hand=hs, hand_no=ev.hand, dealer=dealer)
 
 
 def _counts(tiles: Sequence[str]) -> list[int]:
@@ -463,6 +460,9 @@ def _settle(state: TableState, hs: HandState, *, resettle: bool) -> TableState:
         next_dealer = s.next_dealer
     elif rec.end == "aborted":
         next_dealer = rec.dealer
+    log = state.lou_hu_log
+    if not resettle and hs.lou_hu_log:
+        log = (*log, *hs.lou_hu_log)  # the hand's 漏胡 records, final once it is over
     if not resettle and rules.shang_lou and rec.end != "aborted":
         # 上楼 (十堰): after 一炮双响 or 荒庄 the next hand's base doubles (not cumulative)
         shang_lou = 1 if rec.end == "exhausted" or len(rec.wins) > 1 else 0
@@ -474,6 +474,7 @@ def _settle(state: TableState, hs: HandState, *, resettle: bool) -> TableState:
         house=house,
         next_dealer=next_dealer,
         shang_lou=shang_lou,
+        lou_hu_log=log,
     )
 
 

@@ -148,5 +148,5 @@ class TableState(msgspec.Struct, frozen=True, kw_only=True):
     settlements: tuple[Settlement, ...] = ()
     reported: tuple[ReportedSettlement, ...] = ()
     rulings: tuple[Ruling, ...] = ()  # recorded violations (violations: "record")
-    lou_hu_log: tuple[LouHu, ...] = ()  # 漏胡 of finished hands
+    lou_hu_log: tuple[LouHu, ...] = ()  # 漏胡 of finished hands (the hand in play: hand.lou_hu_log)
     wall_checks: tuple[tuple[int, int, str], ...] = ()  # (hand, event, result) of sha256 reveals

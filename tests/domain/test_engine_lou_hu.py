@@ -99,3 +99,10 @@ def test_hu_that_leaves_out_a_candidate_records_the_pass() -> None:
 def test_off_restricts_nobody_and_records_nothing() -> None:
     hs = passed("off").hand
     assert hs is not None and hs.lou_hu == (None, None, None) and hs.lou_hu_log == ()
+
+
+def test_the_table_keeps_every_finished_hands_lou_hu_records() -> None:
+    st = then_ok(passed("until_own_draw"), discard(1, "7s"), draw(2, "7s"), discard(2, "7s"))
+    assert st.lou_hu_log == ()  # the hand is still in play: its records are in st.hand
+    st = then_ok(st, draw(0, "F"), discard(0, "3p"), hu([2], "3p", 0))
+    assert [(r.hand, r.seat, r.event, r.lifted_by) for r in st.lou_hu_log] == [(1, 2, 3, 6)]
