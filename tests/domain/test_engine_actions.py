@@ -80,6 +80,7 @@ def test_every_listed_action_is_legal_in_random_games() -> None:
         assert len(st.settlements) == 6
         for s in st.settlements:
             assert sum(s.net) + s.house == 0
+        assert list(st.coins) == [sum(s.net[i] for s in st.settlements) for i in (0, 1, 2)]
 
 
 def test_random_games_reach_wins_kongs_and_liang_dao() -> None:
