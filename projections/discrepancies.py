@@ -103,4 +103,4 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
 def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
     if batch:
         stmt = insert(discrepancies).on_conflict_do_nothing(index_elements=["table_id", "reported_event"])
-        execute_many(conn, stmt, batch)
+        execute_many(conn, stmt, batch, cache="discrepancies.1")

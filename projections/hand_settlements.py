@@ -48,5 +48,8 @@ def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
         return
     # Idempotent on the key: a re-applied batch (impossible with the checkpoint, but cheap) is a no-op.
     execute_many(
-        conn, insert(hand_settlements).on_conflict_do_nothing(index_elements=["table_id", "ordinal"]), batch
+        conn,
+        insert(hand_settlements).on_conflict_do_nothing(index_elements=["table_id", "ordinal"]),
+        batch,
+        cache="hand_settlements.1",
     )

@@ -140,7 +140,7 @@ def write(conn: Connection, batch: list[Entry]) -> None:
         for tenant, kind, account, balance, n in result:
             opening[(tenant, kind, account)] = (int(balance), int(n))
     entry_rows, closing = with_balances(batch, opening)
-    execute_many(conn, insert(ledger_entries), entry_rows)
+    execute_many(conn, insert(ledger_entries), entry_rows, cache="ledger.1")
     changed = [
         {
             "tenant": k[0],
@@ -156,4 +156,4 @@ def write(conn: Connection, batch: list[Entry]) -> None:
         index_elements=["tenant", "account_kind", "account"],
         set_={"balance": stmt.excluded.balance, "entries": stmt.excluded.entries},
     )
-    execute_many(conn, stmt, changed)
+    execute_many(conn, stmt, changed, cache="ledger.2")

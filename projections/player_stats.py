@@ -157,7 +157,7 @@ def write(conn: Connection, batch: list[StatDelta]) -> None:
     set_: dict[str, Any] = {name: player_stats.c[name] + stmt.excluded[name] for name in STAT_COUNTERS}
     set_["max_multiplier"] = func.greatest(player_stats.c.max_multiplier, stmt.excluded.max_multiplier)
     upsert = stmt.on_conflict_do_update(index_elements=["tenant", "player_id", "preset"], set_=set_)
-    execute_many(conn, upsert, values)
+    execute_many(conn, upsert, values, cache="player_stats.1")
     pattern_rows = [
         {"tenant": d.tenant, "player_id": d.player_id, "preset": d.preset, "pattern": p, "wins": n}
         for key in sorted(merged)
@@ -173,4 +173,5 @@ def write(conn: Connection, batch: list[StatDelta]) -> None:
                 set_={"wins": player_patterns.c.wins + pstmt.excluded.wins},
             ),
             pattern_rows,
+            cache="player_stats.2",
         )

@@ -88,6 +88,7 @@ class Projector:
         self.cache_size = cache_size
         self._tables: OrderedDict[str, TableCtx] = OrderedDict()
         self._lock = threading.Lock()
+        self._tenants: dict[str, str] = {}  # prefetched for tables new to this batch
         self.refolds = 0
         self.applied = 0
 
@@ -106,8 +107,10 @@ class Projector:
 
     def _refold(self, table_id: str, upto: int) -> TableCtx:
         self.refolds += 1
-        head = self.source.head(table_id)
-        tenant = getattr(head, "tenant", "") if head is not None else ""
+        tenant = self._tenants.pop(table_id, None)
+        if tenant is None:
+            head = self.source.head(table_id)
+            tenant = getattr(head, "tenant", "") if head is not None else ""
         ctx = new_ctx(self.engine, table_id, tenant)
         after = 0
         while after < upto:
@@ -125,6 +128,16 @@ class Projector:
                 )
                 after = ev.version
         return ctx
+
+    def _prefetch_tenants(self, conn: Connection, events: Sequence[StoredEventLike]) -> None:
+        """One query for the tenants of every table this batch meets without a cached context."""
+        missing = sorted({ev.table_id for ev in events if ev.table_id not in self._tables})
+        self._tenants.clear()
+        if missing:
+            found = conn.execute(
+                "SELECT table_id, tenant FROM table_heads WHERE table_id = ANY(%s)", (missing,)
+            )
+            self._tenants.update({tid: tenant for tid, tenant in found.fetchall()})
 
     def _advance(self, ctx: TableCtx, ev: StoredEventLike) -> list[Fact]:
         try:
@@ -173,6 +186,7 @@ class Projector:
             events = self.source.read_all(after=start, limit=self.batch_size)
             if not events:
                 return 0
+            self._prefetch_tenants(conn, events)
             rows: dict[str, list[Any]] = {n: [] for n in names}
             counts: dict[str, int] = dict.fromkeys(names, 0)
             modules = [(n, registry.BY_NAME[n]) for n in names]

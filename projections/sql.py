@@ -33,12 +33,25 @@ def fetch(conn: psycopg.Connection[Any], stmt: ClauseElement) -> list[tuple[Any,
     return cur.fetchall() if cur.description else []
 
 
-def execute_many(conn: psycopg.Connection[Any], stmt: ClauseElement, rows: Sequence[dict[str, Any]]) -> None:
-    """One statement for many rows (``INSERT … VALUES (%(col)s, …)`` executed as a batch)."""
+_TEXTS: dict[tuple[str, tuple[str, ...]], str] = {}
+
+
+def execute_many(
+    conn: psycopg.Connection[Any],
+    stmt: ClauseElement,
+    rows: Sequence[dict[str, Any]],
+    cache: str | None = None,
+) -> None:
+    """One statement for many rows (``INSERT … VALUES (%(col)s, …)`` executed as a batch).
+    ``cache``: a name for the statement, to compile it once per process and column set."""
     if not rows:
         return
     keys = list(rows[0].keys())
-    text, _ = compiled(stmt, keys)
+    text = _TEXTS.get((cache, tuple(keys))) if cache is not None else None
+    if text is None:
+        text, _ = compiled(stmt, keys)
+        if cache is not None:
+            _TEXTS[(cache, tuple(keys))] = text
     with conn.cursor() as cur:
         cur.executemany(text, [{k: _adapt(r[k]) for k in keys} for r in rows])  # type: ignore[arg-type]
 
