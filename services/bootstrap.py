@@ -50,4 +50,6 @@ def bootstrap(settings: Settings | None = None, *, url: str | None = None, migra
     pool = make_pool(url, size=settings.pool_size, role=settings.db_role)
     engine = load_engine()
     store = EventStore(pool, engine, snapshot_every=settings.snapshot_every)
-    return Container(settings, url, pool, engine, store, KeyStore(pool))
+    container = Container(settings, url, pool, engine, store, KeyStore(pool))
+    container.extras["projector_background"] = settings.projector
+    return container

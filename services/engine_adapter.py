@@ -1,4 +1,4 @@
-"""The one place the service meets the rules engine (``domain.engine``).
+"""The one place the service meets the rules engine (``domain.engine``): swap the engine here.
 
 The store calls :meth:`Engine.step` for every event it is asked to append, with the table's state
 after the previous event, and stores the new state as the table's snapshot. ``Verdict`` is what
@@ -72,46 +72,5 @@ class DomainEngine:
         return int(state.version)
 
 
-class _Shape(msgspec.Struct, frozen=True):
-    version: int = 0
-    closed: bool = False
-
-
-class StructuralEngine:
-    """Order only: ``table_opened`` first and once, nothing after ``table_closed``. Used when
-    ``domain.engine`` is not importable (never in a complete build; the tests say which ran)."""
-
-    name = "structural"
-
-    def initial(self) -> _Shape:
-        return _Shape()
-
-    def step(self, state: _Shape, event: Event) -> Verdict:
-        version = state.version + 1
-        kind = type(event).__struct_config__.tag
-        code = None
-        if state.closed:
-            code, msg = "closed", "the table is closed: nothing may follow table_closed"
-        elif (state.version == 0) != (kind == "table_opened"):
-            code, msg = "sequence", "table_opened must be event 1, and only event 1"
-        if code is not None:
-            ruling = {"rule": code, "kind": "structure", "message": msg, "message_zh": msg,
-                      "event": version, "detail": {}}  # fmt: skip
-            return Verdict(state, False, ruling)
-        return Verdict(_Shape(version, kind == "table_closed"), True, None)
-
-    def encode_state(self, state: _Shape) -> bytes:
-        return msgspec.msgpack.encode(state)
-
-    def decode_state(self, data: bytes) -> _Shape:
-        return msgspec.msgpack.decode(data, type=_Shape)
-
-    def version_of(self, state: _Shape) -> int:
-        return state.version
-
-
 def load_engine() -> Engine:
-    try:
-        return DomainEngine()
-    except ImportError:  # the engine has not landed in this build yet
-        return StructuralEngine()
+    return DomainEngine()

@@ -10,6 +10,7 @@
 | ``KWX_MAX_BATCH`` | ``1000`` | most events in one append (413 beyond) |
 | ``KWX_SNAPSHOT_EVERY`` | ``50`` | write the table's state snapshot when it is this many events old |
 | ``KWX_LOG_LEVEL`` | ``info`` | structlog level |
+| ``KWX_PROJECTOR`` | ``on`` | ``off``: do not run the projections' background projector in this process |
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Settings:
     max_batch: int = 1000
     snapshot_every: int = 50
     log_level: str = "info"
+    projector: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -43,4 +45,5 @@ class Settings:
             max_batch=int(env.get("KWX_MAX_BATCH") or 1000),
             snapshot_every=int(env.get("KWX_SNAPSHOT_EVERY") or 50),
             log_level=(env.get("KWX_LOG_LEVEL") or "info").lower(),
+            projector=(env.get("KWX_PROJECTOR") or "on").lower() not in ("off", "0", "false", "no"),
         )

@@ -108,6 +108,8 @@ def test_two_writers_racing_one_table_win_each_version_exactly_once(store: Event
     outcomes: dict[str, dict[str, int]] = {w: {"won": 0, "conflicts": 0} for w in ("a", "b")}
     barrier = threading.Barrier(2)
     errors: list[BaseException] = []
+    # Two stores with their own caches, as two service processes would have.
+    stores = {"a": store, "b": EventStore(store.pool, store.engine)}
 
     def writer(name: str) -> None:
         try:
@@ -119,7 +121,7 @@ def test_two_writers_racing_one_table_win_each_version_exactly_once(store: Event
                 if version >= len(wire):
                     return
                 try:
-                    store.append("acme", table, version, [mine[version]])
+                    stores[name].append("acme", table, version, [mine[version]])
                     outcomes[name]["won"] += 1
                 except VersionConflict:
                     outcomes[name]["conflicts"] += 1
@@ -135,6 +137,7 @@ def test_two_writers_racing_one_table_win_each_version_exactly_once(store: Event
     stored = store.read_table(table, 0, 10_000)
     assert [s.version for s in stored] == list(range(1, len(wire) + 1))
     assert outcomes["a"]["won"] + outcomes["b"]["won"] == len(wire)
+    assert outcomes["a"]["conflicts"] + outcomes["b"]["conflicts"] > 0  # they did race
     for s, original in zip(stored, wire, strict=True):
         writer_name, _, original_id = s.event_id.partition("-")
         assert writer_name in ("a", "b") and original_id == original["id"]
@@ -205,3 +208,25 @@ def test_a_deleted_row_is_a_missing_version(store: EventStore, database_url: str
         owner.execute("ALTER TABLE events ENABLE TRIGGER events_immutable")
     _, _, broken = store.verify(table)
     assert [(b.table_id, b.version) for b in broken] == [(table, 3)]
+
+
+def test_a_stale_cache_is_never_trusted(store: EventStore) -> None:
+    """Process A caches the table, process B appends, A appends again: A must see B's events."""
+    other = EventStore(store.pool, store.engine)
+    table, wire = new_table(), legal_table(13)
+    store.append("acme", table, 0, events_of(wire[:4]))
+    other.append("acme", table, 4, events_of(wire[4:8]))
+    with pytest.raises(VersionConflict):
+        store.append("acme", table, 4, events_of(wire[4:8]))  # A's cache says 4; the table is at 8
+    result = store.append("acme", table, None, events_of(wire[8:12]))
+    assert (result.first_version, result.version) == (9, 12)
+    assert store.verify(table)[2] == []
+
+
+def test_fast_path_is_taken_for_consecutive_batches(store: EventStore) -> None:
+    table, wire = new_table(), legal_table(14)
+    before = store.fast_appends
+    for start in range(0, 12, 3):
+        store.append("acme", table, start, events_of(wire[start : start + 3]))
+    assert store.fast_appends - before == 4
+    assert store.verify(table)[2] == []
