@@ -10,7 +10,7 @@ import pytest
 from domain import engine
 from domain.events import decode
 from domain.state import TableState
-from domain.tiles import TILE_INDEX, parse
+from domain.tiles import TILE_INDEX, TILE_NAMES, parse
 from domain.walls import sha256_of
 from tests.domain.engine_dsl import (
     aborted,
@@ -24,6 +24,7 @@ from tests.domain.engine_dsl import (
     kong,
     liang,
     opened,
+    peng,
     reported,
     revealed,
     started,
@@ -384,3 +385,41 @@ def test_views_are_json_and_show_the_turn_and_the_legal_next_actions() -> None:
 def test_view_coins_include_this_hands_kong_money() -> None:
     st = engine.fold(stream(GOLDEN / "kong-chain.jsonl")[:5])
     assert engine.public_view(st, None)["coins"] == [4 + 8, -2 - 4, -2 - 4]
+
+
+# --- the end of the wall, and claim priority ---------------------------------------------------------
+
+END = ("123456789p 1234s C", "2345678p 345s PPP", "11p 22p 33p 999s FF C P")
+
+
+def test_a_kong_with_one_tile_left_is_allowed_and_draws_the_last_tile() -> None:
+    # 玩家开杠为最后一张牌，即使桌子上面还剩余一张牌，玩家都可以开杠: seat 1 draws the 43rd tile, P
+    h = ("123456789p 1234s C", "2345678p 345s PPP", "11p 22p 33p 999s FF C 8s")
+    st = given(opened(), started(*h, wall=full_wall(*h, back="6s P")), discard(0, "C"))
+    st = burn(st, 42)
+    st = then_ok(st, draw(1, "P"))  # 43rd draw: one tile left
+    assert st.hand is not None and st.hand.wall is not None and 44 - st.hand.front - st.hand.back == 1
+    assert when(st, kong(1, "P", "concealed")) is None
+    st = then_ok(st, kong(1, "P", "concealed"), draw(1, "6s"))
+    assert st.hand is not None and st.hand.front + st.hand.back == 44
+
+
+def test_after_the_last_draw_the_player_must_still_discard() -> None:
+    st = given(opened(), started(*END, wall=full_wall(*END)), discard(0, "C"))
+    st = burn(st, 43)
+    hs = st.hand
+    assert hs is not None and hs.wall is not None
+    st = then_ok(st, draw(2, TILE_NAMES[hs.wall[43]]))
+    r = when(st, exhausted())
+    assert r is not None and r.code == "sequence"
+
+
+def test_a_discard_claimed_by_peng_can_no_longer_be_won() -> None:
+    # double-win deal: seat 2 (5588p …) pengs the dealer's 5p; seat 1, which could have won it, no more
+    st = given(opened(), started(*DOUBLE), discard(0, "5p"), peng(2, "5p"))
+    r = when(st, hu([1], "5p", 0))
+    assert r is not None and r.code == "sequence"
+    assert st.hand is not None and st.hand.discards[0][-1].claimed
+
+
+DOUBLE = ("1235789p 2345s CCF", "46p 23467899s PPP", "5588p 111666777s")
