@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import msgspec
 import structlog
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from msgspec import Meta
 from starlette.concurrency import run_in_threadpool
 
@@ -159,6 +159,9 @@ def read_events(
     container: Annotated[Container, Depends(get_container)],
     after: Annotated[int, Query(ge=0, le=MAX_VERSION, description="versions greater than this")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    accept: Annotated[
+        str | None, Header(description="application/x-ndjson: every event as JSON lines")
+    ] = None,
 ) -> Response:
     check_table_id(table_id)
     structlog.contextvars.bind_contextvars(table_id=table_id)
@@ -168,6 +171,10 @@ def read_events(
         raise NotFound(f"no table {table_id!r}")
     if head.tenant != principal.tenant:
         raise Forbidden("this table belongs to another tenant")
+    if accept is not None and "application/x-ndjson" in accept:  # bulk export (issue 4): services/api/read.py
+        from services.api.read import ndjson_events
+
+        return ndjson_events(container, table_id, after)
     rows = container.store.read_table(table_id, after, limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]

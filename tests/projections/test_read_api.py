@@ -243,3 +243,19 @@ def test_stats_ledger_leaderboard_and_discrepancies(
                 reported_wrong.add((t, rep.hand))
     assert {(d["table_id"], d["hand"]) for d in feed} == reported_wrong
     assert client.get("/v1/discrepancies", headers=dashboard).status_code == 403
+
+
+def test_events_stream_as_ndjson_for_bulk_export(client: Any, platform: dict[str, str]) -> None:
+    events = simulated(12, 18)
+    table_id = _new_table(client, platform, events)
+    assert len(events) > 1000  # more than one page of the store
+    r = client.get(
+        f"/v1/tables/{table_id}/events",
+        headers={**platform, "Accept": "application/x-ndjson"},
+        params={"after": 3},
+    )
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
+    lines = [msgspec.json.decode(line) for line in r.content.splitlines()]
+    assert [x["version"] for x in lines] == list(range(4, len(events) + 1))
+    assert [x["id"] for x in lines] == [e["id"] for e in events[3:]]
+    assert client.get(f"/v1/tables/{table_id}/events", headers=platform).json()["events"][0]["version"] == 1
