@@ -12,7 +12,7 @@ kong with an empty wall skips its replacement draw).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -34,19 +34,30 @@ from domain.events import (
     TileDrawn,
     WallRevealed,
 )
-from domain.facts import Declaration, HandRecord, KongRecord, Settlement, WinRecord
+from domain.facts import Declaration, KongRecord, WinRecord
 from domain.lou_hu import candidates, close_window, lift
 from domain.ready import waits
-from domain.rules import Rules, resolve
-from domain.settle import SettlementError, settle_hand
 from domain.state import (
     Discard,
     HandState,
     KongChain,
     LiangDaoInfo,
-    ReportedSettlement,
     Ruling,
     TableState,
+)
+from domain.table_events import (
+    add1,
+    apply_closed,
+    apply_ma,
+    apply_opened,
+    apply_reported,
+    apply_started,
+    apply_wall_revealed,
+    chain_factor,
+    end_hand,
+    hand_of,
+    rules_of,
+    set3,
 )
 from domain.tiles import TILE_INDEX, Meld
 from domain.walls import WALL_SIZE, remaining
@@ -65,136 +76,11 @@ def evolve(state: TableState, ev: Event, ruling: Ruling | None = None) -> TableS
     return _replace(new, version=v)
 
 
-# --- helpers ------------------------------------------------------------------------------------
-
-
-def _set(t: tuple[Any, ...], i: int, value: Any) -> tuple[Any, ...]:
-    if i == 0:
-        return (value, t[1], t[2])
-    if i == 1:
-        return (t[0], value, t[2])
-    return (t[0], t[1], value)
-
-
-def _add(counts: tuple[int, ...], kind: int, n: int) -> tuple[int, ...]:
-    c = list(counts)
-    c[kind] += n
-    return tuple(c)
-
-
-def _rules(state: TableState) -> Rules:
-    assert state.rules is not None
-    return state.rules
-
-
-def _hand(state: TableState) -> HandState:
-    assert state.hand is not None
-    return state.hand
-
-
-def _claim_last(hs: HandState) -> tuple[tuple[Discard, ...], ...]:
+def claim_last(hs: HandState) -> tuple[tuple[Discard, ...], ...]:
     """The last discard (of hs.turn) is claimed by 碰 / 直杠."""
     ds = hs.discards[hs.turn]
     last = ds[-1]
-    return _set(hs.discards, hs.turn, (*ds[:-1], Discard(tile=last.tile, event=last.event, claimed=True)))
-
-
-def _chain_factor(length: int, cap: int | None) -> int:
-    f: int = 2 ** (length - 1)
-    return min(f, cap) if cap is not None else f
-
-
-# --- table-level events -------------------------------------------------------------------------
-
-
-def _opened(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
-    assert isinstance(ev, TableOpened)
-    return _replace(
-        state,
-        opened=True,
-        table_event=ev.id,
-        players=tuple(ev.players),
-        base=ev.base,
-        rules=resolve(ev.rules),
-        rules_spec=dict(ev.rules),
-        violations=ev.violations,
-    )
-
-
-def _started(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
-    assert isinstance(ev, HandStarted)
-    rules = _rules(state)
-    base = state.base
-    if rules.shang_lou:
-        base <<= state.shang_lou
-        if ev.dice is not None and ev.dice[0] == ev.dice[1]:
-            base <<= 1  # 骰子点数相同，本局底分x2 (stacks with 上楼)
-    concealed = tuple(tuple(_counts(h)) for h in ev.hands)
-    seen = tuple(a + b + c for a, b, c in zip(*concealed, strict=True))
-    dealer = ev.dealer
-    ws = tuple(() if s == dealer else waits(concealed[s]) for s in (0, 1, 2))
-    piao = tuple(ev.piao) if ev.piao is not None else None
-    record = HandRecord(
-        hand=ev.hand,
-        dealer=dealer,
-        base=base,
-        start_event=v,
-        piao=(piao[0], piao[1], piao[2]) if piao is not None else None,
-        dice=(ev.dice[0], ev.dice[1]) if ev.dice is not None else None,
-    )
-    hs = HandState(
-        hand=ev.hand,
-        dealer=dealer,
-        base=base,
-        start_event=v,
-        wall=tuple(TILE_INDEX[x] for x in ev.wall) if ev.wall is not None else None,
-        wall_sha256=ev.wall_sha256.lower() if ev.wall_sha256 is not None else None,
-        seen=seen,
-        concealed=concealed,
-        waits=ws,
-        phase="discard",
-        turn=dealer,
-        fresh=True,
-        record=record,
-    )
-    return _replace(state, hand=hs, hand_no=ev.hand, dealer=dealer)
-
-
-def _counts(tiles: Sequence[str]) -> list[int]:
-    c = [0] * 21
-    for x in tiles:
-        c[TILE_INDEX[x]] += 1
-    return c
-
-
-def _reported(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
-    assert isinstance(ev, SettlementReported)
-    rep = ReportedSettlement(
-        hand=ev.hand, event=v, transfers=tuple((x.from_, x.to, x.amount) for x in ev.transfers)
-    )
-    return _replace(state, reported=(*state.reported, rep))
-
-
-def _closed(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
-    return _replace(state, closed=True)
-
-
-def _wall_revealed(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
-    assert isinstance(ev, WallRevealed)
-    hs = _hand(state)
-    result = "ok" if ruling is None else ruling.code
-    hs = _replace(hs, wall=tuple(TILE_INDEX[x] for x in ev.wall), wall_revealed=v)
-    return _replace(state, hand=hs, wall_checks=(*state.wall_checks, (hs.hand, v, result)))
-
-
-def _ma(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
-    assert isinstance(ev, MaDrawn)
-    hs = _hand(state)
-    k = TILE_INDEX[ev.tile]
-    rec = _replace(hs.record, ma_tile=k, ma_event=v)
-    hs = _replace(hs, record=rec, back=hs.back + 1, drawn_back=(*hs.drawn_back, k), seen=_add(hs.seen, k, 1))
-    # the hand was settled at its hu; settle again with the 买码 tile
-    return _settle(state, hs, resettle=True)
+    return set3(hs.discards, hs.turn, (*ds[:-1], Discard(tile=last.tile, event=last.event, claimed=True)))
 
 
 # --- hand events --------------------------------------------------------------------------------
@@ -202,9 +88,9 @@ def _ma(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState
 
 def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
     assert isinstance(ev, TileDrawn)
-    hs = _hand(state)
+    hs = hand_of(state)
     seat, k = ev.seat, TILE_INDEX[ev.tile]
-    hs = close_window(hs, _rules(state), v) or hs
+    hs = close_window(hs, rules_of(state), v) or hs
     hs = lift(hs, seat, v) or hs
     back = hs.phase in ("replacement", "rob")
     chain = hs.chain
@@ -217,8 +103,8 @@ def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSt
         hs = _replace(hs, front=hs.front + 1, drawn_front=(*hs.drawn_front, k))
     hs = _replace(
         hs,
-        seen=_add(hs.seen, k, 1),
-        concealed=_set(hs.concealed, seat, _add(hs.concealed[seat], k, 1)),
+        seen=add1(hs.seen, k, 1),
+        concealed=set3(hs.concealed, seat, add1(hs.concealed[seat], k, 1)),
         phase="discard",
         turn=seat,
         fresh=True,
@@ -234,17 +120,17 @@ def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSt
 
 
 def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> HandState:
-    rules = _rules(state)
-    c = _add(hs.concealed[seat], k, -1)
+    rules = rules_of(state)
+    c = add1(hs.concealed[seat], k, -1)
     after_kong = hs.fresh and hs.from_back and hs.drawn is not None
     chain = hs.chain
     if chain is not None:
         chain = _replace(chain, stage="discard") if chain.stage == "draw" and chain.seat == seat else None
     hs = _replace(
         hs,
-        concealed=_set(hs.concealed, seat, c),
-        discards=_set(hs.discards, seat, (*hs.discards[seat], Discard(tile=k, event=v))),
-        waits=_set(hs.waits, seat, waits(c)),
+        concealed=set3(hs.concealed, seat, c),
+        discards=set3(hs.discards, seat, (*hs.discards[seat], Discard(tile=k, event=v))),
+        waits=set3(hs.waits, seat, waits(c)),
         phase="claim",
         turn=seat,
         fresh=False,
@@ -259,12 +145,12 @@ def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> Han
 
 def _discarded(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
     assert isinstance(ev, TileDiscarded)
-    return _replace(state, hand=_discard(state, _hand(state), ev.seat, TILE_INDEX[ev.tile], v))
+    return _replace(state, hand=_discard(state, hand_of(state), ev.seat, TILE_INDEX[ev.tile], v))
 
 
 def _liang_dao(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
     assert isinstance(ev, LiangDao)
-    hs = _hand(state)
+    hs = hand_of(state)
     seat, k = ev.seat, TILE_INDEX[ev.discard]
     # declared before the discard so that scoring the discard sees the flag only for this seat
     hs = _discard(state, hs, seat, k, v)
@@ -272,21 +158,21 @@ def _liang_dao(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> Tab
         event=v, discard=k, waits=hs.waits[seat], hidden=tuple(sorted(TILE_INDEX[x] for x in ev.hidden))
     )
     rec = _replace(hs.record, declarations=(*hs.record.declarations, Declaration(seat=seat, event=v)))
-    return _replace(state, hand=_replace(hs, liang_dao=_set(hs.liang_dao, seat, info), record=rec))
+    return _replace(state, hand=_replace(hs, liang_dao=set3(hs.liang_dao, seat, info), record=rec))
 
 
 def _peng(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
     assert isinstance(ev, Peng)
-    hs = _hand(state)
+    hs = hand_of(state)
     seat, k = ev.seat, TILE_INDEX[ev.tile]
-    hs = close_window(hs, _rules(state), v) or hs
+    hs = close_window(hs, rules_of(state), v) or hs
     meld = Meld(kind="peng", tile=k, source=hs.turn, event=v)
     hs = _replace(
         hs,
-        discards=_claim_last(hs),
-        concealed=_set(hs.concealed, seat, _add(hs.concealed[seat], k, -2)),
-        melds=_set(hs.melds, seat, (*hs.melds[seat], meld)),
-        waits=_set(hs.waits, seat, ()),
+        discards=claim_last(hs),
+        concealed=set3(hs.concealed, seat, add1(hs.concealed[seat], k, -2)),
+        melds=set3(hs.melds, seat, (*hs.melds[seat], meld)),
+        waits=set3(hs.waits, seat, ()),
         phase="discard",
         turn=seat,
         fresh=False,
@@ -302,27 +188,27 @@ def _peng(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSta
 
 def _kong(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
     assert isinstance(ev, Kong)
-    rules = _rules(state)
-    hs = _hand(state)
+    rules = rules_of(state)
+    hs = hand_of(state)
     seat, k, kind = ev.seat, TILE_INDEX[ev.tile], ev.kind
     chain = hs.chain
     source: int | None = None
     if kind == "exposed":
         source = hs.turn
         extend = chain is not None and chain.stage == "discard" and chain.seat == source
-        hs = close_window(hs, _rules(state), v) or hs
+        hs = close_window(hs, rules_of(state), v) or hs
         meld = Meld(kind="kong_exposed", tile=k, source=source, event=v)
         melds = (*hs.melds[seat], meld)
         hs = _replace(
             hs,
-            discards=_claim_last(hs),
-            concealed=_set(hs.concealed, seat, _add(hs.concealed[seat], k, -3)),
+            discards=claim_last(hs),
+            concealed=set3(hs.concealed, seat, add1(hs.concealed[seat], k, -3)),
         )
     else:
         extend = chain is not None and chain.stage == "draw" and chain.seat == seat and hs.fresh
         if kind == "concealed":
             melds = (*hs.melds[seat], Meld(kind="kong_concealed", tile=k, event=v))
-            hs = _replace(hs, concealed=_set(hs.concealed, seat, _add(hs.concealed[seat], k, -4)))
+            hs = _replace(hs, concealed=set3(hs.concealed, seat, add1(hs.concealed[seat], k, -4)))
         else:
             melds = tuple(
                 Meld(kind="kong_added", tile=k, source=m.source, event=v)
@@ -330,9 +216,9 @@ def _kong(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSta
                 else m
                 for m in hs.melds[seat]
             )
-            hs = _replace(hs, concealed=_set(hs.concealed, seat, _add(hs.concealed[seat], k, -1)))
+            hs = _replace(hs, concealed=set3(hs.concealed, seat, add1(hs.concealed[seat], k, -1)))
     length = chain.length + 1 if extend and chain is not None else 1
-    factor = _chain_factor(length, rules.kong_chain_cap)
+    factor = chain_factor(length, rules.kong_chain_cap)
     units = getattr(rules.kong_points, kind) * factor * hs.base
     money = list(hs.kong_money)
     payers = (source,) if source is not None else tuple(s for s in (0, 1, 2) if s != seat)
@@ -348,8 +234,8 @@ def _kong(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSta
     )
     hs = _replace(
         hs,
-        melds=_set(hs.melds, seat, melds),
-        waits=_set(hs.waits, seat, ()),
+        melds=set3(hs.melds, seat, melds),
+        waits=set3(hs.waits, seat, ()),
         phase="rob" if kind == "added" else "replacement",
         turn=seat,
         fresh=False,
@@ -370,8 +256,8 @@ def _kong(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSta
 
 def _hu(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
     assert isinstance(ev, Hu)
-    rules = _rules(state)
-    hs = _hand(state)
+    rules = rules_of(state)
+    hs = hand_of(state)
     k = TILE_INDEX[ev.tile]
     source = ev.from_
     kind = "self_draw" if source is None else ("rob" if hs.phase == "rob" else "discard")
@@ -406,7 +292,7 @@ def _hu(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState
     if kind == "rob":
         last = rec.kongs[-1]
         rec = _replace(rec, kongs=(*rec.kongs[:-1], _replace(last, robbed=True)))
-        units = rules.kong_points.added * _chain_factor(last.chain, rules.kong_chain_cap) * hs.base
+        units = rules.kong_points.added * chain_factor(last.chain, rules.kong_chain_cap) * hs.base
         money = [m + (units if s != last.seat else -2 * units) for s, m in enumerate(hs.kong_money)]
         melds = tuple(
             Meld(kind="peng", tile=m.tile, source=m.source, event=m.event)
@@ -414,74 +300,27 @@ def _hu(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState
             else m
             for m in hs.melds[last.seat]
         )
-        hs = _replace(hs, kong_money=(money[0], money[1], money[2]), melds=_set(hs.melds, last.seat, melds))
+        hs = _replace(hs, kong_money=(money[0], money[1], money[2]), melds=set3(hs.melds, last.seat, melds))
     rec = _replace(rec, wins=tuple(wins), end="hu", end_event=v)
-    return _end(state, _replace(hs, record=rec), v)
+    return end_hand(state, _replace(hs, record=rec), v)
 
 
 def _exhausted(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
-    hs = _hand(state)
-    hs = close_window(hs, _rules(state), v) or hs
-    return _end(state, _replace(hs, record=_replace(hs.record, end="exhausted", end_event=v)), v)
+    hs = hand_of(state)
+    hs = close_window(hs, rules_of(state), v) or hs
+    return end_hand(state, _replace(hs, record=_replace(hs.record, end="exhausted", end_event=v)), v)
 
 
 def _aborted(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
     assert isinstance(ev, HandAborted)
-    hs = _hand(state)
-    return _end(state, _replace(hs, record=_replace(hs.record, end="aborted", end_event=v)), v)
-
-
-def _end(state: TableState, hs: HandState, v: int) -> TableState:
-    hs = _replace(hs, phase="over", ended=v, candidates=(), last_tile=None, drawn=None)
-    return _settle(state, hs, resettle=False)
-
-
-def _settle(state: TableState, hs: HandState, *, resettle: bool) -> TableState:
-    rules = _rules(state)
-    rec = hs.record
-    try:
-        s: Settlement | None = settle_hand(rec, rules)
-    except SettlementError:
-        s = None
-    settlements = state.settlements
-    coins = list(state.coins)
-    house = state.house
-    if resettle and settlements and settlements[-1].hand == rec.hand:
-        old = settlements[-1]
-        coins = [c - n for c, n in zip(coins, old.net, strict=True)]
-        house -= old.house
-        settlements = settlements[:-1]
-    next_dealer = state.next_dealer
-    shang_lou = state.shang_lou
-    if s is not None:
-        settlements = (*settlements, s)
-        coins = [c + n for c, n in zip(coins, s.net, strict=True)]
-        house += s.house
-        next_dealer = s.next_dealer
-    elif rec.end == "aborted":
-        next_dealer = rec.dealer
-    log = state.lou_hu_log
-    if not resettle and hs.lou_hu_log:
-        log = (*log, *hs.lou_hu_log)  # the hand's 漏胡 records, final once it is over
-    if not resettle and rules.shang_lou and rec.end != "aborted":
-        # 上楼 (十堰): after 一炮双响 or 荒庄 the next hand's base doubles (not cumulative)
-        shang_lou = 1 if rec.end == "exhausted" or len(rec.wins) > 1 else 0
-    return _replace(
-        state,
-        hand=hs,
-        settlements=settlements,
-        coins=(coins[0], coins[1], coins[2]),
-        house=house,
-        next_dealer=next_dealer,
-        shang_lou=shang_lou,
-        lou_hu_log=log,
-    )
+    hs = hand_of(state)
+    return end_hand(state, _replace(hs, record=_replace(hs.record, end="aborted", end_event=v)), v)
 
 
 _Apply = Callable[[TableState, Any, int, "Ruling | None"], TableState]
 _APPLY: dict[type, _Apply] = {
-    TableOpened: _opened,
-    HandStarted: _started,
+    TableOpened: apply_opened,
+    HandStarted: apply_started,
     TileDrawn: _drawn,
     TileDiscarded: _discarded,
     LiangDao: _liang_dao,
@@ -490,10 +329,10 @@ _APPLY: dict[type, _Apply] = {
     Hu: _hu,
     HandExhausted: _exhausted,
     HandAborted: _aborted,
-    MaDrawn: _ma,
-    WallRevealed: _wall_revealed,
-    SettlementReported: _reported,
-    TableClosed: _closed,
+    MaDrawn: apply_ma,
+    WallRevealed: apply_wall_revealed,
+    SettlementReported: apply_reported,
+    TableClosed: apply_closed,
 }
 
 __all__ = ["WALL_SIZE", "evolve", "remaining"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from domain.state import Ruling
+from domain.state import Ruling, TableState
 from domain.tiles import TILE_NAMES
 
 STRUCTURE: frozenset[str] = frozenset(
@@ -59,6 +59,13 @@ def ts(kinds: tuple[int, ...] | list[int]) -> str:
 
 
 _SEAT = re.compile(r"seat (\d) \(([^)]*)\)('s )?")
+
+
+def who(state: TableState, seat: int) -> str:
+    """A seat as messages name it: ``seat 1 (bob)``."""
+    if state.players and 0 <= seat < len(state.players):
+        return f"seat {seat} ({state.players[seat]})"
+    return f"seat {seat}"
 
 
 def make(event: int, code: str, message: str, message_zh: str, **detail: Any) -> Ruling:
