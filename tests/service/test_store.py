@@ -217,7 +217,9 @@ def test_a_stale_cache_is_never_trusted(store: EventStore) -> None:
     store.append("acme", table, 0, events_of(wire[:4]))
     other.append("acme", table, 4, events_of(wire[4:8]))
     with pytest.raises(VersionConflict):
-        store.append("acme", table, 4, events_of(wire[4:8]))  # A's cache says 4; the table is at 8
+        store.append(
+            "acme", table, 4, events_of(relabel(wire[4:8], "a"))
+        )  # A's cache says 4; the table is at 8
     result = store.append("acme", table, None, events_of(wire[8:12]))
     assert (result.first_version, result.version) == (9, 12)
     assert store.verify(table)[2] == []
