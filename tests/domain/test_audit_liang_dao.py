@@ -224,3 +224,31 @@ def test_exhausted_with_declarers(rules: dict[str, Any], two: bool, expected: An
     assert s.end == "exhausted"
     assert money(s) == expected
     assert s.next_dealer == dealer
+
+
+def test_liang_dao_may_not_kong_a_tile_it_waits_on() -> None:
+    # Decision (docs/decisions.md "亮倒: no kong of a triplet whose fourth tile is a wait"):
+    # 333p 45p 456s 789s CC waits on 3p, 6p and C. Konging the fourth 3p would kill the 3p wait
+    # (可以在不影响听牌的情况下开杠 — this kong does affect it): refused; the declarer wins it instead.
+    h1 = "333p 45p 456s 789s CC"
+    st = play(table(H0, h1, H2), discard(0, "9s"), draw(1, "F"), liang(1, "F"))
+    assert st.hand is not None and st.hand.liang_dao[1] is not None
+    assert st.hand.liang_dao[1].waits == (2, 5, 18)
+    st = play(st, draw(2, "8p"), discard(2, "8p"), draw(0, "5s"), discard(0, "5s"), draw(1, "3p"))
+    assert code(st, kong(1, "3p", "concealed")) == "liang_dao_kong_changes_waits"
+    # it wins instead: 333p 345p 456s 789s CC, the three 3p held + the fourth won
+    # (要胡的牌自己手上已有三张，最后又赢到这张牌): 暗四归一 ×4 × 亮倒 ×2 = 8
+    st = play(st, hu([1], "3p"))
+    assert pats(last(st)) == {"an_si_gui_yi": 4, "liang_dao": 2}
+
+
+def test_hidden_triplet_still_counts_for_an_si_gui_yi_on_a_discard() -> None:
+    # RULES.md §8: a concealed triplet stays concealed for 暗四归一 whether shown or kept face down;
+    # 暗四归一 逮炮也算. Seat 1 keeps 333p face down, seat 0 discards the fourth 3p: 亮倒 ×2 ×
+    # 暗四归一 ×4 = 8; 包胡 (discarder_pays_double): seat 0 pays 2 × 8 = 16.
+    h1 = "333p 45p 456s 789s CC"
+    st = play(table(H0, h1, H2), discard(0, "9s"), draw(1, "F"), liang(1, "F", "3p"))
+    st = play(st, draw(2, "8p"), discard(2, "8p"), draw(0, "3p"), discard(0, "3p"), hu([1], "3p", 0))
+    s = last(st)
+    assert pats(s) == {"an_si_gui_yi": 4, "liang_dao": 2}
+    assert money(s) == {(0, 1, 16, "hu"): 1}

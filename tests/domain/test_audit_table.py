@@ -346,3 +346,15 @@ def test_table_pins_the_resolved_rules() -> None:
     st = table(D0, D1, D2, rules={"preset": "xiangyang", "cap": 16})
     assert st.rules == resolve({"preset": "xiangyang", "cap": 16})
     assert st.rules is not None and st.rules.pin_dao == "full" and st.rules.cap == 16
+
+
+def test_shang_lou_does_not_accumulate_over_consecutive_exhausted_hands() -> None:
+    # Decision (docs/decisions.md "上楼 does not accumulate"): 下局结算的底分x2 — the next hand's base is
+    # the table's base ×2, whether or not the hand before was itself 上楼. Two 荒庄 in a row → base 2.
+    st = table(D0, D1, D2, rules={"preset": "shiyan"})
+    st = play(st, aborted())
+    st = _exhaust(st, (H0, H1, H2), hand=2, dealer=0)
+    st = _exhaust(st, (H0, H1, H2), hand=3, dealer=0)
+    assert st.hand is not None and st.hand.base == 2
+    st = play(st, started(D0, D1, D2, dealer=0, hand=4))
+    assert st.hand is not None and st.hand.base == 2
