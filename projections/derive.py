@@ -135,6 +135,10 @@ def advance(engine: Any, ctx: TableCtx, body: str | bytes | Event, at: EventRef)
             ctx.pending_reports[event.hand] = (at.version, lines)
         else:
             facts.append(_compared(info, at, event.hand, at.version, lines, computed))
+    if isinstance(event, TableClosed):  # reports of hands that were never settled: computed is None
+        for hand_no, (reported_event, lines) in sorted(ctx.pending_reports.items()):
+            facts.append(_compared(info, at, hand_no, reported_event, lines, None))
+        ctx.pending_reports.clear()
     return facts
 
 
