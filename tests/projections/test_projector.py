@@ -244,3 +244,31 @@ def test_two_projectors_racing_apply_every_event_once(
     assert played == 3 * hands
     settled = q(container, "SELECT count(*) FROM proj_hand_settlements WHERE tenant = %s", tenant)[0][0]
     assert settled == sum(len(fold(ev).settlements) for ev in tables.values())
+
+
+def test_kwx_projections_rebuild_and_status(
+    client: Any,
+    container: Any,
+    platform: dict[str, str],
+    tenant: str,
+    database_url: str,
+    monkeypatch: Any,
+    capsys: Any,
+) -> None:
+    import json
+
+    from services.cli import main
+
+    _tables(client, platform, 2, seed0=9100)
+    Projector(container.pool, container.store, engine).catch_up()
+    before = _dump(container, tenant, [])["ledger"]
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("KWX_LOG_LEVEL", "warning")
+    assert main(["projections", "rebuild", "ledger"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["rebuilt"] == ["ledger"] and out["events"] > 0
+    assert _dump(container, tenant, [])["ledger"] == before
+    assert main(["projections", "status"]) == 0
+    status = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert {s["projection"] for s in status} == set(registry.NAMES)
+    assert main(["projections", "rebuild", "nonsense"]) == 2
