@@ -40,6 +40,7 @@ import os
 import random
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -100,12 +101,21 @@ class Line:
     key: str
     label: str
     events: int
-    seconds: float
+    times: list[float]  # seconds of each repetition; the line's rate is the best one's
     note: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return min(self.times)
 
     @property
     def rate(self) -> float:
         return self.events / self.seconds if self.seconds > 0 else float("nan")
+
+    @property
+    def median_rate(self) -> float:
+        median = statistics.median(self.times)
+        return self.events / median if median > 0 else float("nan")
 
 
 @dataclass
@@ -117,8 +127,9 @@ class Results:
     def add(self, line: Line) -> Line:
         self.lines[line.key] = line
         hands = line.rate * self.n_hands / self.n_events
+        spread = f", median {line.median_rate:,.0f}/s of {len(line.times)}" if len(line.times) > 1 else ""
         print(f"  ({line.key:>2}) {line.label:<58} {line.rate:10,.0f} events/s {hands:8,.0f} hands/s"
-              f"  [{line.events} in {line.seconds:.2f} s]{line.note}", flush=True)  # fmt: skip
+              f"  [{line.events} in {line.seconds:.2f} s{spread}]{line.note}", flush=True)  # fmt: skip
         return line
 
     def ratio(self, top: str, bottom: str) -> float | None:
@@ -127,13 +138,13 @@ class Results:
         return None
 
 
-def _best(fn: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(REPEAT):
+def _times(fn: Callable[[], object], repeat: int = REPEAT) -> list[float]:
+    times = []
+    for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+        times.append(time.perf_counter() - t0)
+    return times
 
 
 def _batches(seq: Sequence[Any]) -> list[Sequence[Any]]:
@@ -313,18 +324,16 @@ def bench_writes(writers: list[Writer], tables: Tables, warm: Tables, results: R
     turns within a round (so a load change on the shared machine hits them alike); best round."""
     for w in writers:
         w.write(w.prepare(warm, f"warm{w.key}"))
-    best: dict[str, tuple[float, int]] = {}
+    times: dict[str, list[float]] = {w.key: [] for w in writers}
+    counts: dict[str, int] = {}
     for round_ in range(REPEAT):
         for w in writers:
             job = w.prepare(tables, f"{w.key}{round_}")
             t0 = time.perf_counter()
-            n = w.write(job)
-            seconds = time.perf_counter() - t0
-            if w.key not in best or seconds < best[w.key][0]:
-                best[w.key] = (seconds, n)
+            counts[w.key] = w.write(job)
+            times[w.key].append(time.perf_counter() - t0)
     for w in writers:
-        seconds, n = best[w.key]
-        results.add(Line(w.key, w.label, n, seconds, w.note))
+        results.add(Line(w.key, w.label, counts[w.key], times[w.key], w.note))
 
 
 # ------------------------------------------------------------------ reads
@@ -339,7 +348,7 @@ def bench_es_replay(app: Application[UUID], ids: list[UUID], n_expected: int) ->
     n = replay()
     if n != n_expected:
         raise RuntimeError(f"eventsourcing replayed {n} events, stored {n_expected}")
-    repo = Line("c", "eventsourcing replay: repository.get of every aggregate", n, _best(replay))
+    repo = Line("c", "eventsourcing replay: repository.get of every aggregate", n, _times(replay))
 
     recorder = app.recorder
     to_domain = app.mapper.to_domain_event
@@ -357,7 +366,7 @@ def bench_es_replay(app: Application[UUID], ids: list[UUID], n_expected: int) ->
 
     n_log = log()
     note = "  (every row of its table: warm-up and all rounds)"
-    return repo, Line("c'", "eventsourcing notification log read + mapper", n_log, _best(log), note)
+    return repo, Line("c'", "eventsourcing notification log read + mapper", n_log, _times(log), note)
 
 
 # ------------------------------------------------------------------ (d) (d') (e) kwx
@@ -375,8 +384,8 @@ def bench_kwx_replay(tables: Tables) -> tuple[Line, int]:
             engine.fold(decode_list(data))
 
     n = sum(len(t) for t in tables)
-    seconds = min(_best(replay) for _ in range(2))  # cheap: twice the repeats against the noise
-    return Line("d", "kwx engine replay in memory: decode + fold (rules, settle)", n, seconds), n_hands
+    times = _times(replay, 2 * REPEAT)  # cheap: twice the repeats against the noise
+    return Line("d", "kwx engine replay in memory: decode + fold (rules, settle)", n, times), n_hands
 
 
 def bench_kwx_read_fold(store: Any, table_ids: list[str], n_expected: int) -> Line:
@@ -401,7 +410,7 @@ def bench_kwx_read_fold(store: Any, table_ids: list[str], n_expected: int) -> Li
     n = read_fold()
     if n != n_expected:
         raise RuntimeError(f"kwx read back {n} events, stored {n_expected}")
-    return Line("d'", "kwx read back from its store (read_table) + decode + fold", n, _best(read_fold))
+    return Line("d'", "kwx read back from its store (read_table) + decode + fold", n, _times(read_fold))
 
 
 # ------------------------------------------------------------------ (f) HTTP, via bench_ingest
@@ -438,7 +447,7 @@ def bench_kwx_http(url: str, key: str, tables: Tables, results: Results) -> None
         for clients in HTTP_CLIENTS:
             n, seconds = bench_http(base, key, tables, clients, f"http{clients}")
             label = f"kwx HTTP ingest, 100-event batches, {clients} client(s)"
-            results.add(Line(f"f{clients}", label, n, seconds))
+            results.add(Line(f"f{clients}", label, n, [seconds]))
     finally:
         proc.terminate()
         proc.wait(10)
