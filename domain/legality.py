@@ -115,8 +115,7 @@ def _check_draw(state: TableState, hs: HandState, rules: Rules, ev: Any, v: int)
             f"{who(state, seat)} 摸牌，但牌墙已空：应胡最后一张牌或荒庄",
             seat=seat,
         )  # fmt: skip
-    what = f"{who(state, seat)}'s {'replacement ' if back else ''}draw"
-    return check_wall_tile(state, hs, tile, back=back, v=v, what=what)
+    return check_wall_tile(state, hs, tile, back=back, v=v, seat=seat)
 
 
 def _discard_structure(state: TableState, hs: HandState, seat: int, tile: int, v: int) -> Ruling | None:

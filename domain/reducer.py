@@ -97,12 +97,18 @@ def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSt
     if back:
         if chain is not None:
             chain = _replace(chain, stage="draw")
-        hs = _replace(hs, back=hs.back + 1, drawn_back=(*hs.drawn_back, k))
+        front, nback = hs.front, hs.back + 1
+        drawn_front, drawn_back = hs.drawn_front, (*hs.drawn_back, k)
     else:
         chain = None
-        hs = _replace(hs, front=hs.front + 1, drawn_front=(*hs.drawn_front, k))
+        front, nback = hs.front + 1, hs.back
+        drawn_front, drawn_back = (*hs.drawn_front, k), hs.drawn_back
     hs = _replace(
         hs,
+        front=front,
+        back=nback,
+        drawn_front=drawn_front,
+        drawn_back=drawn_back,
         seen=add1(hs.seen, k, 1),
         concealed=set3(hs.concealed, seat, add1(hs.concealed[seat], k, 1)),
         phase="discard",
@@ -140,7 +146,8 @@ def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> Han
         after_kong=after_kong,
         chain=chain,
     )
-    return _replace(hs, candidates=candidates(hs, rules, k, seat, "discard"))
+    cands = candidates(hs, rules, k, seat, "discard")
+    return _replace(hs, candidates=cands) if cands else hs  # in the discard phase there are none
 
 
 def _discarded(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:

@@ -15,7 +15,7 @@ from domain.events import (
     WallRevealed,
 )
 from domain.rules import RulesError, resolve
-from domain.rulings import make, t
+from domain.rulings import make, t, who
 from domain.state import HandState, Ruling, TableState
 from domain.tiles import TILE_INDEX
 from domain.walls import (
@@ -155,7 +155,7 @@ def _check_ma(state: TableState, ev: Any, v: int) -> Ruling | None:
             "ma_drawn, but the wall is empty: there is no tile to turn",
             "牌墙已空，无码可买",
         )  # fmt: skip
-    return check_wall_tile(state, hs, TILE_INDEX[ev.tile], back=True, v=v, what="the 买码 tile")
+    return check_wall_tile(state, hs, TILE_INDEX[ev.tile], back=True, v=v, seat=None)
 
 
 def _check_wall_revealed(state: TableState, ev: Any, v: int) -> Ruling | None:
@@ -221,11 +221,14 @@ TABLE: dict[type, TableCheck] = {
 
 
 def check_wall_tile(
-    state: TableState, hs: HandState, tile: int, *, back: bool, v: int, what: str
+    state: TableState, hs: HandState, tile: int, *, back: bool, v: int, seat: int | None
 ) -> Ruling | None:
+    """A tile taken from the wall (``seat``'s draw, or the 买码 tile when None): the known wall's
+    next tile at that end, or — wall unknown — not a fifth copy."""
     if hs.wall is not None:
         want = expected_back(hs) if back else expected_front(hs)
         if want is not None and want != tile:
+            what = _what(state, seat, back)
             end = "back" if back else "front"
             return make(
                 v, "wall_mismatch",
@@ -235,6 +238,7 @@ def check_wall_tile(
             )  # fmt: skip
         return None
     if hs.seen[tile] >= 4:
+        what = _what(state, seat, back)
         return make(
             v, "tile_count",
             f"{what} is {t(tile)}, but all four {t(tile)} are already in play",
@@ -242,3 +246,9 @@ def check_wall_tile(
             tile=t(tile),
         )  # fmt: skip
     return None
+
+
+def _what(state: TableState, seat: int | None, back: bool) -> str:
+    if seat is None:
+        return "the 买码 tile"
+    return f"{who(state, seat)}'s {'replacement ' if back else ''}draw"
