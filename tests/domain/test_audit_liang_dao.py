@@ -252,3 +252,24 @@ def test_hidden_triplet_still_counts_for_an_si_gui_yi_on_a_discard() -> None:
     s = last(st)
     assert pats(s) == {"an_si_gui_yi": 4, "liang_dao": 2}
     assert money(s) == {(0, 1, 16, "hu"): 1}
+
+
+def test_forced_feeding_when_every_tile_is_a_declared_wait() -> None:
+    # Decision (docs/decisions.md R8). 3D: 如果玩家手中全都是亮倒者要胡的牌，
+    # 则游戏直接结束，玩家需赔付给亮倒者最大可能番数.
+    # There is no event for "the game ends directly": the engine lets the forced discard through
+    # and the declarer wins it. Seat 1 declares the nine gates 1112345678999p (waits 1p–9p);
+    # seat 2 holds only 筒 and must discard one: 9p is allowed. Seat 1 wins on the reading
+    # 123p 456p 789p 11p 999p: 清一色 ×4 × 暗四归一 ×4 × 亮倒 ×2 = 32, cap 8;
+    # platform_3d both_pay: seats 0 and 2 pay 8 each.
+    h0, h1, h2 = "CFP 123456789s CC", "1112345678999p", "2233445566778p"
+    st = play(
+        table(h0, h1, h2, rules={"preset": "platform_3d"}), discard(0, "C"), draw(1, "F"), liang(1, "F")
+    )
+    st = play(st, draw(2, "9p"))
+    assert code(st, discard(2, "9p")) is None
+    st = play(st, discard(2, "9p"), hu([1], "9p", 2))
+    s = last(st)
+    assert pats(s) == {"qing_yi_se": 4, "an_si_gui_yi": 4, "liang_dao": 2}
+    assert (s.wins[0].multiplier, s.wins[0].payable) == (32, 8)
+    assert money(s) == {(0, 1, 8, "hu"): 1, (2, 1, 8, "hu"): 1}
