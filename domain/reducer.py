@@ -294,7 +294,8 @@ def _hu(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState
                 violation=violation,
             )
         )
-    hs = close_window(hs, rules, v, ev.winners) or hs
+    # with multi_win off only one seat may win a discard: the others lost priority, not passed
+    hs = close_window(hs, rules, v, ev.winners if rules.multi_win else (0, 1, 2)) or hs
     rec = hs.record
     if kind == "rob":
         last = rec.kongs[-1]

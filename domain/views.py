@@ -74,7 +74,8 @@ def _hand_view(hs: HandState, viewer: int | None) -> dict[str, Any]:
         if info is not None:
             c = list(conc)
             for k in info.hidden:
-                c[k] -= 3
+                if c[k] >= 3:  # still face down (a hidden triplet konged later is a meld now)
+                    c[k] -= 3
             shown = format_counts(c)
         seat_view: dict[str, Any] = {
             "seat": s,

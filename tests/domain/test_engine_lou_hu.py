@@ -106,3 +106,12 @@ def test_the_table_keeps_every_finished_hands_lou_hu_records() -> None:
     assert st.lou_hu_log == ()  # the hand is still in play: its records are in st.hand
     st = then_ok(st, draw(0, "F"), discard(0, "3p"), hu([2], "3p", 0))
     assert [(r.hand, r.seat, r.event, r.lifted_by) for r in st.lou_hu_log] == [(1, 2, 3, 6)]
+
+
+def test_with_multi_win_off_the_seat_that_lost_priority_has_not_passed() -> None:
+    st = given(
+        opened({"preset": "default", "multi_win": False}),
+        started("1235789p 2345s CCF", "46p 23467899s PPP", "5588p 111666777s"),
+        discard(0, "5p"), hu([1], "5p", 0),
+    )  # fmt: skip
+    assert st.hand is not None and st.hand.lou_hu_log == ()

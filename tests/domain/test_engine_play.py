@@ -423,3 +423,13 @@ def test_a_discard_claimed_by_peng_can_no_longer_be_won() -> None:
 
 
 DOUBLE = ("1235789p 2345s CCF", "46p 23467899s PPP", "5588p 111666777s")
+
+
+def test_a_hidden_triplet_konged_after_liang_dao_shows_as_its_meld() -> None:
+    st = then_ok(
+        declared(hidden="C"), draw(2, "1s"), discard(2, "1s"), draw(0, "9s"), discard(0, "9s"), draw(1, "C"),
+        kong(1, "C", "concealed"), draw(1, "6s"), discard(1, "6s"),
+    )  # fmt: skip
+    seat1 = engine.public_view(st, 0)["hand"]["seats"][1]
+    assert seat1["concealed"] == "12378p 45699s"
+    assert [m["kind"] for m in seat1["melds"]] == ["kong_concealed"]
