@@ -165,3 +165,12 @@ def test_yunmeng_preset_has_no_rob_and_compares_multipliers() -> None:
     assert code(st, hu([2], "3p", 1)) == "rob_kong_disabled"
     st = play(st, draw(1, "6p"), discard(1, "6p"))
     assert code(st, hu([2], "6p", 1)) is None
+
+
+def test_off_leaves_no_restriction_in_the_state() -> None:
+    # "off restricts nobody" (RULES.md §9): the state (CONTRACT §3 "漏胡 restrictions") and the audit
+    # must not show seat 2 as restricted after a pass on an lou_hu: off table.
+    st = _passed("off")
+    assert st.hand is not None
+    assert st.hand.lou_hu == (None, None, None)
+    assert st.hand.lou_hu_log == ()
