@@ -3,8 +3,8 @@
 * ``seat_view(state, s)``: exactly what seat ``s`` saw. Its own concealed tiles, drawn tile and
   waits; of the others only what was shown (亮倒 minus the triplets kept face down, melds,
   discards, counts). Legal next actions: only the viewer's own (the others' possible 碰 / 杠 / 胡
-  would reveal their hands), and a draw never names the wall's next tile. Other seats' 漏胡 are
-  hidden (a passed win reveals the waits).
+  would reveal their hands), and a draw never names the wall's next tile. Other seats' 漏胡 and
+  recorded violations are hidden (a passed win reveals the waits; a ruling may quote a hand).
 * ``spectator_view(state)``: what anyone at the table saw (nobody's concealed tiles); legal
   actions reduced to those that reveal no hand (draws without the tile, table-level events).
 * ``full_view(state)``: everything, for support staff: every hand, the wall, every legal action.
@@ -57,8 +57,17 @@ def _strip_lou_hu(view: dict[str, Any], keep_seat: int | None) -> None:
     hand["lou_hu_log"] = [x for x in hand.get("lou_hu_log") or [] if x.get("seat") == keep_seat]
 
 
+def _own_rulings(view: dict[str, Any], viewer: int | None) -> None:
+    """Recorded violations can quote a hand ("seat 1's 1123p is not ready"): keep only the viewer's
+    own and those about no seat."""
+    view["recorded_rulings"] = [
+        r for r in view.get("recorded_rulings") or [] if (r.get("detail") or {}).get("seat") in (viewer, None)
+    ]
+
+
 def seat_view(state: Any, seat: int) -> dict[str, Any]:
     view = _public_view(state, seat)
+    _own_rulings(view, seat)
     view["legal_actions"] = [
         _hide_draw(a)
         for a in view["legal_actions"]
@@ -71,6 +80,7 @@ def seat_view(state: Any, seat: int) -> dict[str, Any]:
 
 def spectator_view(state: Any) -> dict[str, Any]:
     view = _public_view(state, None)
+    _own_rulings(view, None)
     public: list[dict[str, Any]] = []
     for a in view["legal_actions"]:
         if a.get("type") in _TABLE_LEVEL or a.get("type") in ("tile_drawn", "tile_discarded"):
