@@ -260,3 +260,32 @@ def test_events_stream_as_ndjson_for_bulk_export(client: Any, platform: dict[str
     assert [x["version"] for x in lines] == list(range(4, len(events) + 1))
     assert [x["id"] for x in lines] == [e["id"] for e in events[3:]]
     assert client.get(f"/v1/tables/{table_id}/events", headers=platform).json()["events"][0]["version"] == 1
+
+
+def test_a_recorded_violation_is_in_the_audit_and_only_in_its_seats_view(
+    client: Any, platform: dict[str, str], support: dict[str, str]
+) -> None:
+    events = load(GOLDEN / "lou-hu-rejected.jsonl")  # refused on a "reject" table …
+    events[0] = dict(events[0], violations="record")  # … stored with its ruling on a "record" one
+    table_id = _new_table(client, platform, events)
+    audit = client.get(f"/v1/tables/{table_id}/audit", headers=support).json()
+    (ruling,) = audit["rulings"]
+    assert (ruling["rule"], ruling["event"], ruling["type"], ruling["detail"]["seat"]) == (
+        "lou_hu",
+        6,
+        "hu",
+        2,
+    )
+    assert "漏胡" in ruling["message"] and "passed" in ruling["message"]
+    zh = client.get(f"/v1/tables/{table_id}/audit", headers={**support, "Accept-Language": "zh"}).json()
+    assert zh["rulings"][0]["message"].startswith("2号位")
+    (lou,) = audit["lou_hu"]
+    assert (lou["seat"], lou["passed"]["event"], lou["passed"]["tile"]) == (2, 3, "5p")
+    url = f"/v1/tables/{table_id}/state"
+    assert (
+        client.get(url, params={"seat": 2}, headers=platform).json()["recorded_rulings"][0]["code"]
+        == "lou_hu"
+    )
+    assert client.get(url, params={"seat": 0}, headers=platform).json()["recorded_rulings"] == []
+    assert client.get(url, headers=platform).json()["recorded_rulings"] == []
+    assert client.get(url, headers=support).json()["recorded_rulings"][0]["code"] == "lou_hu"
