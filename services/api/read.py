@@ -248,7 +248,12 @@ def hand_settlement(
     body: dict[str, Any] = {"table_id": table_id, "hand": hand, "rules": msgspec.to_builtins(state.rules)}
     body["settlement"] = _derivation(actual, by_version)
     if override is not None:
-        other = engine.fold(events, rules_override=override)
+        try:
+            other = engine.fold(events, rules_override=override)
+        except engine.IllegalEvent as exc:  # a structure break only these rules see
+            raise Malformed(
+                f"under these rules the table breaks at event {exc.index + 1}: {exc}", field="rules"
+            ) from None
         alt = _find(other.settlements, hand)
         body["what_if"] = {
             "rules_override": override,
