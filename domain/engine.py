@@ -23,6 +23,7 @@ from domain.actions import Action, legal_actions, to_event
 from domain.events import Event, TableOpened
 from domain.legality import check
 from domain.reducer import evolve
+from domain.rules import resolve, to_dict
 from domain.state import HandState, Ruling, TableState
 from domain.views import public_view
 
@@ -40,6 +41,7 @@ __all__ = [
     "fold",
     "initial",
     "legal_actions",
+    "pin_rules",
     "public_view",
     "rejects",
     "step",
@@ -58,6 +60,13 @@ class IllegalEvent(DomainError):
         super().__init__(f"event {index}: {ruling.code}: {ruling.message}")
         self.ruling = ruling
         self.index = index
+
+
+def pin_rules(event: TableOpened) -> TableOpened:
+    """``table_opened`` with its ``rules`` expanded to every resolved option (preset name kept), so
+    that the stored event gives the same rules forever, even if a preset's definition changes.
+    Raises ``domain.rules.RulesError`` for a rules dict that does not resolve (check it first)."""
+    return msgspec.structs.replace(event, rules=to_dict(resolve(event.rules)))
 
 
 def initial() -> TableState:

@@ -433,3 +433,11 @@ def test_a_hidden_triplet_konged_after_liang_dao_shows_as_its_meld() -> None:
     seat1 = engine.public_view(st, 0)["hand"]["seats"][1]
     assert seat1["concealed"] == "12378p 45699s"
     assert [m["kind"] for m in seat1["melds"]] == ["kong_concealed"]
+
+
+def test_pin_rules_expands_the_preset_into_every_option() -> None:
+    ev = opened({"preset": "xiangyang", "cap": 16})
+    pinned = engine.pin_rules(ev)
+    assert pinned.rules["preset"] == "xiangyang" and pinned.rules["cap"] == 16
+    assert pinned.rules["pin_dao"] == "full" and "lou_hu" in pinned.rules
+    assert engine.fold([pinned]).rules == engine.fold([ev]).rules
