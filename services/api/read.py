@@ -12,7 +12,6 @@ router's lifespan starts it after the app's own lifespan has built the container
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -48,11 +47,10 @@ def projector_of(container: Container) -> Any:
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     container: Container | None = getattr(app.state, "container", None)
     runner = None
-    # KWX_PROJECTOR=off: this process serves reads only; run `kwx projections follow` elsewhere.
-    wanted = os.environ.get("KWX_PROJECTOR", "on").lower() not in ("off", "0", "false", "no")
+    # KWX_PROJECTOR=off (Settings.projector → extras): this process serves reads only; run
+    # `kwx projections follow` elsewhere.
     if (
         container is not None
-        and wanted
         and container.extras.get("projector_background", True)
         and hasattr(container.engine, "_engine")
     ):
