@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from domain.rules import PRESETS, Rules, resolve, to_dict
@@ -358,3 +359,14 @@ def test_shang_lou_does_not_accumulate_over_consecutive_exhausted_hands() -> Non
     assert st.hand is not None and st.hand.base == 2
     st = play(st, started(D0, D1, D2, dealer=0, hand=4))
     assert st.hand is not None and st.hand.base == 2
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_pinned_rules_round_trip(preset: str) -> None:
+    # "A table pins the fully resolved options when it is opened, so a replay years later gives
+    # exactly the same ruling even if a preset's defaults change": the resolved dict resolves to
+    # the same options, whatever the preset says later.
+    r = resolve({"preset": preset, "kong_chain_cap": 4})
+    assert resolve(to_dict(r)) == r
+    pinned = {k: v for k, v in to_dict(r).items() if k != "preset"}
+    assert resolve({"preset": "default", **pinned}) == msgspec.structs.replace(r, preset="default")
