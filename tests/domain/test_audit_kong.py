@@ -244,3 +244,41 @@ def test_gang_shang_kai_hua(mode: str, x: int) -> None:
         (2, 0, x, "hu"): 1,
     }
     assert s.next_dealer == 0
+
+
+# --- a robbed kong -----------------------------------------------------------------------------------
+R0 = "7s 2p 3p 5p 6p 8p 1s 9s 2s 4s PP C F"
+R1 = "77s 9999p 2345s 1p FF"
+R2 = "68s 123p 456p 11s CCC"
+
+
+def test_robbed_kong_in_a_chain_pays_nothing_and_the_konger_pays_the_robber() -> None:
+    # Seat 1 pengs 7s, later 暗杠s 9p (1st of a chain: 2 from each other seat, 暗杠：另2家各×2倍),
+    # its replacement draw is the fourth 7s and it 补杠s it (2nd of the chain). Seat 2 (68s …)
+    # robs it: 抢杠胡 ×2 (胡别人自抓开明杠的牌 X2); 抢的杠不算杠 — the robbed 补杠 pays nothing;
+    # 点炮则由点炮者出一份 (包括抢杠胡): seat 1 pays 2. The first kong stands.
+    # net 0: −2; 1: +4 −2 = +2; 2: −2 +2 = 0; the robber deals next.
+    st = play(
+        table(R0, R1, R2),
+        discard(0, "7s"),  # seat 2 waits 7s but ×1 on a discard is no legal win
+        peng(1, "7s"),
+        discard(1, "1p"),
+        draw(2, "3s"),
+        discard(2, "3s"),
+        draw(0, "5s"),
+        discard(0, "5s"),
+        draw(1, "2p"),
+        kong(1, "9p", "concealed"),
+        draw(1, "7s"),
+        kong(1, "7s", "added"),
+        hu([2], "7s", 1),
+    )
+    assert st.hand is not None
+    assert [(k.kind, k.chain, k.robbed) for k in st.hand.record.kongs] == [
+        ("concealed", 1, False),
+        ("added", 2, True),
+    ]
+    s = last(st)
+    assert pats(s) == {"qiang_gang_hu": 2}
+    assert money(s) == {(0, 1, 2, "kong"): 1, (2, 1, 2, "kong"): 1, (1, 2, 2, "hu"): 1}
+    assert s.net == (-2, 2, 0) and s.next_dealer == 2

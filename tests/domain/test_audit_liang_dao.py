@@ -273,3 +273,13 @@ def test_forced_feeding_when_every_tile_is_a_declared_wait() -> None:
     assert pats(s) == {"qing_yi_se": 4, "an_si_gui_yi": 4, "liang_dao": 2}
     assert (s.wins[0].multiplier, s.wins[0].payable) == (32, 8)
     assert money(s) == {(0, 1, 8, "hu"): 1, (2, 1, 8, "hu"): 1}
+
+
+def test_liang_dao_x2_lets_a_pi_hu_win_on_a_discard() -> None:
+    # 屁胡只能自摸 / ×2及以上可以胡别人打出的牌: undeclared, 333p 567p 456s 789s + C is ×1 and may not be
+    # won on seat 2's C (below_min_multiplier); declared, it is ×2 (亮倒后则是在胡牌的基础上进行×2).
+    st = play(table(H0, H1_FREE, H2), discard(0, "9s"), draw(1, "F"), discard(1, "F"), draw(2, "C"))
+    st = play(st, discard(2, "C"))
+    assert code(st, hu([1], "C", 2)) == "below_min_multiplier"
+    st = play(_declared(H1_FREE), draw(2, "C"), discard(2, "C"))
+    assert code(st, hu([1], "C", 2)) is None
