@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 BATCH = 100
+REPEAT = int(os.environ.get("KWX_BENCH_REPEAT", "3"))  # best of N: the machine is shared
 TABLES = int(os.environ.get("KWX_BENCH_TABLES", "48"))
 HANDS = 4
 
@@ -70,15 +71,17 @@ def bench_copy(url: str, tables: list[list[dict[str, Any]]], name: str, ddl: str
 
     rows = [
         [
-            (f"copy-{t}", v, e["id"], e["type"], msgspec.json.encode(e).decode())
+            (f"{name}-{t}", v, e["id"], e["type"], msgspec.json.encode(e).decode())
             for v, e in enumerate(events, 1)
         ]
         for t, events in enumerate(tables)
     ]
     with psycopg.connect(url) as conn:
-        for statement in ddl.format(name=name).split(";"):
-            conn.execute(statement)
-        conn.commit()
+        table = name.split("#")[0]
+        if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() == (None,):
+            for statement in ddl.format(name=table).split(";"):
+                conn.execute(statement)
+            conn.commit()
         n = 0
         started = time.perf_counter()
         for table_rows in rows:
@@ -86,7 +89,7 @@ def bench_copy(url: str, tables: list[list[dict[str, Any]]], name: str, ddl: str
                 with (
                     conn.transaction(),
                     conn.cursor() as cur,
-                    cur.copy(f"COPY {name} (table_id, version, event_id, type, body) FROM STDIN") as copy,
+                    cur.copy(f"COPY {table} (table_id, version, event_id, type, body) FROM STDIN") as copy,
                 ):
                     for row in table_rows[i : i + BATCH]:
                         copy.write_row(row)
@@ -183,9 +186,9 @@ def run() -> None:
 
         copy: dict[str, float] = {}
         for label, name, ddl in (("plain", "bench_plain", PLAIN), ("events-shaped", "bench_shaped", SHAPED)):
-            n, seconds = bench_copy(url, tables, name, ddl)
-            copy[label] = n / seconds
-            print(f"COPY into a {label} table, 100-event tx: {n / seconds:9,.0f} events/s ({seconds:.2f} s)")
+            best = max(n / s for n, s in (bench_copy(url, tables, f"{name}#{r}", ddl) for r in range(REPEAT)))
+            copy[label] = best
+            print(f"COPY into a {label} table, 100-event tx: {best:9,.0f} events/s (best of {REPEAT})")
 
         for projector, runs in ((False, (1, 4)), (True, (4,))):
             proc, base = start_server(url, projector)
@@ -193,11 +196,12 @@ def run() -> None:
                 tag = "p" if projector else "n"
                 bench_http(base, key, tables[:4], 2, f"warm{tag}")
                 for clients in runs:
-                    n, seconds = bench_http(base, key, tables, clients, f"{tag}{clients}")
-                    rate = n / seconds
+                    rates = [n / s for n, s in (bench_http(base, key, tables, clients, f"{tag}{clients}r{r}")
+                                                for r in range(REPEAT))]  # fmt: skip
+                    rate = max(rates)
                     ratios = "  ".join(f"kwx/COPY {k} = {rate / v:.2f}" for k, v in copy.items())
                     print(f"kwx HTTP, {clients} client(s), projector {'on ' if projector else 'off'}: "
-                          f"{rate:9,.0f} events/s ({n} in {seconds:.2f} s)  {ratios}")  # fmt: skip
+                          f"{rate:9,.0f} events/s (best of {REPEAT})  {ratios}")  # fmt: skip
             finally:
                 stop(proc)
     finally:
