@@ -289,3 +289,30 @@ def test_a_recorded_violation_is_in_the_audit_and_only_in_its_seats_view(
     assert client.get(url, params={"seat": 0}, headers=platform).json()["recorded_rulings"] == []
     assert client.get(url, headers=platform).json()["recorded_rulings"] == []
     assert client.get(url, headers=support).json()["recorded_rulings"][0]["code"] == "lou_hu"
+
+
+def test_audit_wall_checks_and_reported_settlements(
+    client: Any, platform: dict[str, str], support: dict[str, str]
+) -> None:
+    for seed in range(300, 400):
+        events = simulated(seed, 3)
+        committed = [e["hand"] for e in events if e["type"] == "hand_started" and e.get("wall_sha256")]
+        known = [e["hand"] for e in events if e["type"] == "hand_started" and e.get("wall")]
+        if committed and known and any(e["type"] == "settlement_reported" for e in events):
+            break
+    table_id = _new_table(client, platform, events)
+    audit = client.get(f"/v1/tables/{table_id}/audit", headers=support).json()
+    walls = {w["hand"]: w for w in audit["walls"]}
+    revealed = {e["hand"] for e in events if e["type"] == "hand_started"} & set(committed)
+    for hand in revealed:
+        w = walls[hand]
+        assert w["mode"] == "committed" and w["result"] in ("ok", "not_revealed")
+        if w["result"] == "ok":
+            assert events[w["revealed_event"] - 1]["type"] == "wall_revealed"
+    for hand in known:
+        assert walls[hand]["mode"] == "known" and walls[hand]["result"] == "ok"
+    state = engine.fold([convert(e) for e in events])
+    assert [(s["hand"], s["reported_event"]) for s in audit["settlements"]] == [
+        (r.hand, r.event) for r in state.reported
+    ]
+    assert all(s["status"] in ("match", "differs") for s in audit["settlements"])
