@@ -103,6 +103,7 @@ class Line:
     events: int
     times: list[float]  # seconds of each repetition; the line's rate is the best one's
     note: str = ""
+    cpu_times: list[float] = field(default_factory=list)  # this process's CPU seconds, when kept
 
     @property
     def seconds(self) -> float:
@@ -128,6 +129,8 @@ class Results:
         self.lines[line.key] = line
         hands = line.rate * self.n_hands / self.n_events
         spread = f", median {line.median_rate:,.0f}/s of {len(line.times)}" if len(line.times) > 1 else ""
+        if line.cpu_times:
+            spread += f"; by CPU time {line.events / min(line.cpu_times):,.0f}/s"
         print(f"  ({line.key:>2}) {line.label:<58} {line.rate:10,.0f} events/s {hands:8,.0f} hands/s"
               f"  [{line.events} in {line.seconds:.2f} s{spread}]{line.note}", flush=True)  # fmt: skip
         return line
@@ -136,15 +139,6 @@ class Results:
         if top in self.lines and bottom in self.lines:
             return self.lines[top].rate / self.lines[bottom].rate
         return None
-
-
-def _times(fn: Callable[[], object], repeat: int = REPEAT) -> list[float]:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return times
 
 
 def _batches(seq: Sequence[Any]) -> list[Sequence[Any]]:
@@ -347,6 +341,7 @@ class Reader:
     expected: int | None = None  # checked on the untimed first pass
     note: str = ""
     per_round: int = 1  # cheap in-memory lines run more often against the noise
+    cpu: bool = False  # also keep this process's CPU time (meaningful when nothing runs elsewhere)
 
 
 def bench_reads(readers: list[Reader], results: Results) -> None:
@@ -358,11 +353,17 @@ def bench_reads(readers: list[Reader], results: Results) -> None:
         if rd.expected is not None and counts[rd.key] != rd.expected:
             raise RuntimeError(f"({rd.key}) read {counts[rd.key]} events, expected {rd.expected}")
     times: dict[str, list[float]] = {rd.key: [] for rd in readers}
+    cpu: dict[str, list[float]] = {rd.key: [] for rd in readers}
     for _ in range(REPEAT):
         for rd in readers:
-            times[rd.key] += _times(rd.fn, rd.per_round)
+            for _ in range(rd.per_round):
+                w0, c0 = time.perf_counter(), time.process_time()
+                rd.fn()
+                times[rd.key].append(time.perf_counter() - w0)
+                cpu[rd.key].append(time.process_time() - c0)
     for rd in readers:
-        results.add(Line(rd.key, rd.label, counts[rd.key], times[rd.key], rd.note))
+        line = Line(rd.key, rd.label, counts[rd.key], times[rd.key], rd.note, cpu[rd.key] if rd.cpu else [])
+        results.add(line)
 
 
 def es_readers(app: Application[UUID], ids: list[UUID], n_expected: int) -> list[Reader]:
@@ -410,7 +411,7 @@ def kwx_replay_reader(tables: Tables) -> tuple[Reader, int]:
         return n
 
     label = "kwx engine replay in memory: decode + fold (rules, settle)"
-    return Reader("d", label, replay, n, per_round=2), n_hands
+    return Reader("d", label, replay, n, per_round=3, cpu=True), n_hands
 
 
 def kwx_read_fold_reader(store: Any, table_ids: list[str], n_expected: int) -> Reader:
@@ -516,6 +517,8 @@ def run() -> None:
     n_events = sum(len(t) for t in tables)
     reader_d, n_hands = kwx_replay_reader(tables)
     r = Results(n_events, n_hands)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"bench_peers on {os.cpu_count()} CPUs, load average {load} (a shared machine: compare ratios)")
     print(f"bench_peers: {TABLES} tables × {HANDS} hands = {n_hands} hands, {n_events} events "
           f"(+{WARM} warm-up tables), batches of {BATCH}, best of {REPEAT}; "
           f"simulated in {time.perf_counter() - t0:.1f} s (not timed)")  # fmt: skip
