@@ -3,8 +3,9 @@
 ``rebuild`` empties the named read models (all when none is named) and their checkpoints in one
 transaction, then replays the whole log from position 0 into them. A running service keeps
 serving meanwhile; its background projector and this command take turns on the projector lock,
-so nothing is applied twice. ``status`` prints each checkpoint. ``follow`` runs the projector as
-its own process (for a service started with ``KWX_PROJECTOR=off``) until Ctrl-C.
+so nothing is applied twice. ``status`` prints each checkpoint and how many stored events are
+after it. ``follow`` runs the projector as its own process (for a service started with
+``KWX_PROJECTOR=off``) until Ctrl-C.
 Output: JSON lines.
 """
 
@@ -47,7 +48,14 @@ def run(args: argparse.Namespace) -> int:
             return _follow(projector, container.database_url)
         if args.action == "status":
             for name, (tx_id, position) in projector.checkpoints().items():
-                print(json.dumps({"projection": name, "tx_id": tx_id, "position": position}))
+                with container.pool.connection() as conn:
+                    (behind,) = conn.execute(
+                        "SELECT count(*) FROM events WHERE (tx_id, position) > (%s::text::xid8, %s)",
+                        (tx_id, position),
+                    ).fetchone() or (0,)
+                print(
+                    json.dumps({"projection": name, "tx_id": tx_id, "position": position, "behind": behind})
+                )
             return 0
         started = time.perf_counter()
         events = projector.rebuild(names)

@@ -271,4 +271,5 @@ def test_kwx_projections_rebuild_and_status(
     assert main(["projections", "status"]) == 0
     status = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
     assert {s["projection"] for s in status} == set(registry.NAMES)
+    assert all(s["behind"] >= 0 for s in status)
     assert main(["projections", "rebuild", "nonsense"]) == 2
