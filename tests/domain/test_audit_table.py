@@ -370,3 +370,15 @@ def test_pinned_rules_round_trip(preset: str) -> None:
     assert resolve(to_dict(r)) == r
     pinned = {k: v for k, v in to_dict(r).items() if k != "preset"}
     assert resolve({"preset": "default", **pinned}) == msgspec.structs.replace(r, preset="default")
+
+
+def test_tian_hu_is_scored_with_the_tile_the_dealer_names() -> None:
+    # Decision R10 (docs/decisions.md): a dealer's win before the first discard (天胡) has no drawn
+    # tile; RULES.md is silent, the `hu` names the winning tile and the patterns that depend on it
+    # (卡五星, 暗四归一) follow the name. 1111p 23p 456p 789p 99p: naming 9p gives 清一色 ×4; naming
+    # 1p gives 清一色 ×4 × 暗四归一 ×4 = 16 (要胡的牌自己手上已有三张，最后又赢到这张牌), cap 8.
+    hand = "1111p 23p 456p 789p 99p"
+    s9 = last(play(table(hand, T1, T2), hu([0], "9p")))
+    s1 = last(play(table(hand, T1, T2), hu([0], "1p")))
+    assert (pats(s9), s9.wins[0].payable) == ({"qing_yi_se": 4}, 4)
+    assert (pats(s1), s1.wins[0].payable) == ({"qing_yi_se": 4, "an_si_gui_yi": 4}, 8)
