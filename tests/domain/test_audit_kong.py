@@ -282,3 +282,42 @@ def test_robbed_kong_in_a_chain_pays_nothing_and_the_konger_pays_the_robber() ->
     assert pats(s) == {"qiang_gang_hu": 2}
     assert money(s) == {(0, 1, 2, "kong"): 1, (2, 1, 2, "kong"): 1, (1, 2, 2, "hu"): 1}
     assert s.net == (-2, 2, 0) and s.next_dealer == 2
+
+
+# --- a chain over all three seats ---------------------------------------------------------------------
+T0 = "1111p 9s 23s 567s PP FF"
+T1 = "999s 8s 23567p 44s C P"
+T2 = "888s 234p 567p 789p C"
+
+
+@pytest.mark.parametrize(("mode", "x"), [("flat", 2), ("doubling", 8)])
+def test_kong_chain_over_three_seats_ends_in_kai_hua(mode: str, x: int) -> None:
+    # 杠上杠：如果A杠后打出的牌被别人杠…第二杠要翻倍，如果杠完之后又被人杠…就再翻一倍: seat 0 暗杠 1p (k=1: 2
+    # from each), discards 9s after its replacement; seat 1 直杠s it (k=2: 2 × 2 = 4 from seat 0),
+    # discards 8s after its replacement; seat 2 直杠s that (k=3: 2 × 4 = 8 from seat 1) and wins on
+    # its replacement C: 234p 567p 789p CC [8888s], 杠上开花 — ×2 flat, ×2^3 = 8 doubling
+    # (扛上杠开花×4倍以此内推); 自摸两家出.
+    st = play(
+        table(T0, T1, T2, rules={"kong_chain_kai_hua": mode}),
+        kong(0, "1p", "concealed"),
+        draw(0, "P"),
+        discard(0, "9s"),
+        kong(1, "9s", "exposed"),
+        draw(1, "4p"),
+        discard(1, "8s"),
+        kong(2, "8s", "exposed"),
+        draw(2, "C"),
+        hu([2], "C"),
+    )
+    assert st.hand is not None
+    assert [(k.seat, k.chain) for k in st.hand.record.kongs] == [(0, 1), (1, 2), (2, 3)]
+    s = last(st)
+    assert pats(s) == {"gang_shang_kai_hua": x}
+    assert money(s) == {
+        (1, 0, 2, "kong"): 1,
+        (2, 0, 2, "kong"): 1,
+        (0, 1, 4, "kong"): 1,
+        (1, 2, 8, "kong"): 1,
+        (0, 2, x, "hu"): 1,
+        (1, 2, x, "hu"): 1,
+    }
