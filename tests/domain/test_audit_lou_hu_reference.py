@@ -6,8 +6,9 @@ tile) appears, every other seat that could legally win it — a winning hand (sc
 itself restricted — and does not win it by the time the next event comes, is restricted; its own
 next draw lifts the restriction. ``until_own_draw`` blocks every discard / robbed-kong win,
 ``unless_bigger`` only those not strictly bigger than the passed multiplier, ``off`` none. After
-every event the engine's restricted seats must be the reference's, and no accepted win on another
-player's tile may break a reference restriction.
+every event the engine's restricted seats must be the reference's, every win the reference allows
+on a discard / added kong must be accepted and every one it blocks refused with ``lou_hu``, and no
+accepted win on another player's tile may break a reference restriction.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import Any
 import pytest
 
 from domain import engine
-from domain.events import convert
+from domain.events import Hu, convert
 from domain.rules import resolve
 from domain.simulate import Policy, simulate_table
-from domain.tiles import TILE_INDEX
+from domain.tiles import TILE_INDEX, TILE_NAMES
 from domain.winning import score_win
 
 
@@ -87,10 +88,19 @@ def test_lou_hu_reference_on_simulated_tables(mode: str) -> None:
                     if m is None:
                         continue
                     blocked = seat in restricted and not (mode == "unless_bigger" and m > restricted[seat])
+                    # both directions: the engine accepts exactly the wins the reference allows
+                    r = engine.check(state, Hu(id="x", winners=[seat], tile=TILE_NAMES[tile], from_=hs.turn))
+                    assert (r.code if r else None) == ("lou_hu" if blocked else None), (seed, raw, seat, r)
                     if blocked:
                         checked_blocks += 1
                     else:
                         window[seat] = m
+            if hs is not None and hs.phase == "discard" and hs.fresh and hs.drawn is not None:
+                # self-draw is never restricted: a win meeting min_multiplier_self_draw is accepted
+                sc = score_win(hs, rules, hs.turn, hs.drawn, "self_draw")
+                want = None if sc is not None and sc.multiplier >= rules.min_multiplier_self_draw else "x"
+                r = engine.check(state, Hu(id="x", winners=[hs.turn], tile=TILE_NAMES[hs.drawn], from_=None))
+                assert (None if r is None else "x") == want, (seed, raw, r)
             if hs is not None and hs.phase != "over":
                 engine_restricted = {s for s in (0, 1, 2) if hs.lou_hu[s] is not None}
                 assert engine_restricted == set(restricted), (seed, raw, hs.lou_hu, restricted)
