@@ -452,6 +452,8 @@ def bench_kwx_http(url: str, key: str, tables: Tables, results: Results) -> None
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
     env = dict(os.environ, DATABASE_URL=url, KWX_LOG_LEVEL=os.environ.get("KWX_LOG_LEVEL", "info"))
+    # The server's in-process projector competes with ingest for the 2 cores: say which it was.
+    projector = f"  (KWX_PROJECTOR={os.environ.get('KWX_PROJECTOR') or 'on (default)'})"
     proc = subprocess.Popen(
         [sys.executable, "-m", "services.cli", "serve", "--port", str(port)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -472,7 +474,7 @@ def bench_kwx_http(url: str, key: str, tables: Tables, results: Results) -> None
         for clients in HTTP_CLIENTS:
             n, seconds = bench_http(base, key, tables, clients, f"http{clients}")
             label = f"kwx HTTP ingest, 100-event batches, {clients} client(s)"
-            results.add(Line(f"f{clients}", label, n, [seconds]))
+            results.add(Line(f"f{clients}", label, n, [seconds], projector))
     finally:
         proc.terminate()
         proc.wait(10)
