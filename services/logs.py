@@ -5,7 +5,12 @@ from __future__ import annotations
 import logging
 import sys
 
+import msgspec
 import structlog
+
+
+def _dumps(obj: object, **_: object) -> str:
+    return msgspec.json.encode(obj, enc_hook=str).decode()
 
 
 def configure(level: str = "info") -> None:
@@ -16,7 +21,7 @@ def configure(level: str = "info") -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.dict_tracebacks,
-            structlog.processors.JSONRenderer(),
+            structlog.processors.JSONRenderer(serializer=_dumps),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stdout),

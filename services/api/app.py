@@ -68,7 +68,7 @@ def _error(status: int, body: dict[str, Any]) -> JSONResponse:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
-        log.info("refused", outcome=exc.code, status=exc.status, message=exc.message[:300])
+        structlog.contextvars.bind_contextvars(outcome=exc.code, message=exc.message[:300])
         return _error(exc.status, exc.body())
 
     @app.exception_handler(RequestValidationError)

@@ -15,11 +15,9 @@ from services.api import schemas
 from services.api.deps import check_table_id, get_container, get_principal, require_role
 from services.bootstrap import Container
 from services.errors import BadRequest, BatchTooLarge, Forbidden, Malformed, NotFound, PayloadTooLarge
-from services.logs import get_logger
 from services.store.keys import Principal
 
 router = APIRouter(prefix="/v1/tables", tags=["tables"])
-log = get_logger("kwx.api")
 
 MAX_VERSION = 2**62
 _encoder = msgspec.json.Encoder()
@@ -136,8 +134,8 @@ async def append_events(
     result = await run_in_threadpool(
         container.store.append, principal.tenant, table_id, body.expected_version, body.events
     )
-    log.info(
-        "append",
+    # The outcome rides on the request's one access line (services.api.app.RequestContext).
+    structlog.contextvars.bind_contextvars(
         outcome="replayed" if result.replayed else "stored",
         count=result.count,
         version=result.version,

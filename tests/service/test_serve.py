@@ -5,6 +5,7 @@ migrated on start; it says where it listens and how to create a key; a key made 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -101,4 +102,8 @@ def test_kwx_serve_on_the_embedded_postgres() -> None:
         _stop_embedded(data / "kwx" / "pg")
         shutil.rmtree(data, ignore_errors=True)
     assert key not in log  # keys never reach the logs
-    assert '"table_id": "demo-1"' in log and '"outcome": "stored"' in log
+    lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    appends = [x for x in lines if x.get("method") == "POST"]
+    assert [(x["table_id"], x["outcome"], x["status"], x["request_id"]) for x in appends] == [
+        ("demo-1", "stored", 201, "serve-test")
+    ]
