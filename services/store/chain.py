@@ -7,11 +7,19 @@
 whitespace, every field present (``"at": null`` included). ``events.hash`` of version n holds h_n
 and ``table_heads.last_hash`` the latest. Seeding with the table id binds every chain to its table:
 a row copied from another table does not verify.
+
+The stored ``body`` is exactly that canonical JSON (as jsonb). Verification re-encodes the stored
+JSON value canonically (:func:`canonical_json`: keys sorted, no whitespace) rather than decoding it
+through today's event types, so adding a field with a default to an event type later never breaks
+the chains of events stored before.
 """
 
 from __future__ import annotations
 
 import hashlib
+from typing import Any
+
+import msgspec
 
 from domain.events import Event, canonical_bytes
 
@@ -26,3 +34,23 @@ def link(previous: bytes, canonical: bytes) -> bytes:
 
 def link_event(previous: bytes, event: Event) -> bytes:
     return link(previous, canonical_bytes(event))
+
+
+def canonical_json(text: str | bytes) -> bytes:
+    """A stored JSON value in canonical form: equal to ``canonical_bytes`` of the event it was."""
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return b""
+    return _encoder.encode(_sorted(value))
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+_encoder = msgspec.json.Encoder()

@@ -232,3 +232,12 @@ def test_fast_path_is_taken_for_consecutive_batches(store: EventStore) -> None:
         store.append("acme", table, start, events_of(wire[start : start + 3]))
     assert store.fast_appends - before == 4
     assert store.verify(table)[2] == []
+
+
+def test_verify_finds_events_whose_head_row_was_deleted(store: EventStore, database_url: str) -> None:
+    table, wire = new_table(), legal_table(15)
+    store.append("acme", table, 0, events_of(wire[:3]))
+    with psycopg.connect(database_url) as owner:
+        owner.execute("DELETE FROM table_heads WHERE table_id = %s", (table,))
+    _, _, broken = store.verify(table)
+    assert [(b.table_id, b.version) for b in broken] == [(table, 1)]
