@@ -9,8 +9,6 @@ snapshot plus the events after it — never a refold of the whole table per requ
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,8 +26,10 @@ from services.db import fetch
 from services.engine_adapter import Engine
 from services.errors import Forbidden, IdConflict, IllegalEvent, Malformed, VersionConflict
 from services.store import chain
+from services.store.cache import StateCache, Tip
 from services.store.schema import events as ev
 from services.store.schema import table_heads as heads
+from services.store.verify import BrokenLink
 
 _json = msgspec.json.Encoder()
 
@@ -72,70 +72,8 @@ class StoredEvent:
     ruling: str | None  # JSON text, or None
 
 
-@dataclass(frozen=True, slots=True)
-class BrokenLink:
-    table_id: str
-    version: int
-    reason: str
-
-
 def _tag(event: Event) -> str:
     return str(type(event).__struct_config__.tag)
-
-
-@dataclass(frozen=True, slots=True)
-class Tip:
-    """What the process knows of a table after its last append here: the head as committed."""
-
-    tenant: str
-    version: int
-    state: Any
-    last_hash: bytes
-    snapshot_version: int
-
-
-class _StateCache:
-    """The latest :class:`Tip` per table, bounded LRU. A tip is only a guess: every use is checked
-    against the stored head version (under ``FOR UPDATE``, or by the fast path's conditional
-    ``UPDATE … WHERE version = tip.version``)."""
-
-    def __init__(self, capacity: int = 20_000) -> None:
-        self._data: OrderedDict[str, Tip] = OrderedDict()
-        self._lock = threading.Lock()
-        self._capacity = capacity
-        self.hits = self.misses = 0
-
-    def peek(self, table_id: str) -> Tip | None:
-        with self._lock:
-            return self._data.get(table_id)
-
-    def get(self, table_id: str, version: int) -> Tip | None:
-        with self._lock:
-            tip = self._data.get(table_id)
-            if tip is not None and tip.version == version:
-                self._data.move_to_end(table_id)
-                self.hits += 1
-                return tip
-            self.misses += 1
-            return None
-
-    def put(self, table_id: str, tip: Tip) -> None:
-        with self._lock:
-            current = self._data.get(table_id)
-            if current is not None and current.version > tip.version:
-                return
-            self._data[table_id] = tip
-            self._data.move_to_end(table_id)
-            while len(self._data) > self._capacity:
-                self._data.popitem(last=False)
-
-    def drop(self, table_id: str) -> None:
-        with self._lock:
-            self._data.pop(table_id, None)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
 
 
 @dataclass(slots=True)
@@ -184,7 +122,7 @@ class EventStore:
         self.pool = pool
         self.engine = engine
         self.snapshot_every = max(1, snapshot_every)
-        self.cache = _StateCache()
+        self.cache = StateCache()
         self.fast_appends = self.locked_appends = 0
 
     # ------------------------------------------------------------------ append
@@ -488,62 +426,10 @@ class EventStore:
 
     # ------------------------------------------------------------------ verify
     def verify(self, table_id: str | None = None) -> tuple[int, int, list[BrokenLink]]:
-        """Recompute every table's hash chain. Returns (tables, events, first broken link per table)."""
-        problems: list[BrokenLink] = []
-        tables = checked = 0
-        with self.pool.connection() as conn:
-            head_stmt = sa.select(heads.c.table_id, heads.c.version, heads.c.last_hash).order_by(
-                heads.c.table_id
-            )
-            if table_id is not None:
-                head_stmt = head_stmt.where(heads.c.table_id == table_id)
-            for tid, head_version, last_hash in fetch(conn, head_stmt):
-                tables += 1
-                broken, n = self._verify_table(conn, tid, head_version, bytes(last_hash))
-                checked += n
-                if broken is not None:
-                    problems.append(broken)
-            # events whose table has no head row (the head was deleted behind the service's back)
-            orphans = (
-                sa.select(ev.c.table_id, sa.func.min(ev.c.version))
-                .group_by(ev.c.table_id)
-                .where(~sa.exists().where(heads.c.table_id == ev.c.table_id))
-            )
-            if table_id is not None:
-                orphans = orphans.where(ev.c.table_id == table_id)
-            for tid, first in fetch(conn, orphans.order_by(ev.c.table_id)):
-                tables += 1
-                problems.append(BrokenLink(tid, first, "events without a table head row"))
-        return tables, checked, problems
+        """Recompute every table's hash chain (``services.store.verify``)."""
+        from services.store.verify import verify
 
-    def _verify_table(
-        self, conn: psycopg.Connection[Any], table_id: str, head_version: int, last_hash: bytes
-    ) -> tuple[BrokenLink | None, int]:
-        previous = chain.genesis(table_id)
-        expected_version = 0
-        with conn.transaction(), conn.cursor(name="kwx_verify") as cur:
-            cur.itersize = 2000
-            cur.execute(
-                "SELECT version, body::text, hash FROM events WHERE table_id = %s ORDER BY version",
-                (table_id,),
-            )
-            for version, body, stored_hash in cur:
-                expected_version += 1
-                if version != expected_version:
-                    return BrokenLink(
-                        table_id, expected_version, f"version {expected_version} is missing"
-                    ), version
-                previous = chain.link(previous, chain.canonical_json(body))
-                if previous != bytes(stored_hash):
-                    return BrokenLink(
-                        table_id, version, "hash mismatch: the event or an earlier one changed"
-                    ), version
-        if expected_version != head_version:
-            reason = f"head says version {head_version}, events end at {expected_version}"
-            return BrokenLink(table_id, expected_version + 1, reason), expected_version
-        if previous != last_hash:
-            return BrokenLink(table_id, head_version, "head hash differs from the chain"), expected_version
-        return None, expected_version
+        return verify(self.pool, table_id)
 
 
 def _canonical_text(body: str) -> bytes:

@@ -1,0 +1,64 @@
+"""The in-process cache of each table's tip: what this process knows of the table after its last
+append here. Only ever a guess; every use is checked by the database (docs/operations.md)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Tip:
+    """What the process knows of a table after its last append here: the head as committed."""
+
+    tenant: str
+    version: int
+    state: Any
+    last_hash: bytes
+    snapshot_version: int
+
+
+class StateCache:
+    """The latest :class:`Tip` per table, bounded LRU. A tip is only a guess: every use is checked
+    against the stored head version (under ``FOR UPDATE``, or by the fast path's conditional
+    ``UPDATE … WHERE version = tip.version``)."""
+
+    def __init__(self, capacity: int = 20_000) -> None:
+        self._data: OrderedDict[str, Tip] = OrderedDict()
+        self._lock = threading.Lock()
+        self._capacity = capacity
+        self.hits = self.misses = 0
+
+    def peek(self, table_id: str) -> Tip | None:
+        with self._lock:
+            return self._data.get(table_id)
+
+    def get(self, table_id: str, version: int) -> Tip | None:
+        with self._lock:
+            tip = self._data.get(table_id)
+            if tip is not None and tip.version == version:
+                self._data.move_to_end(table_id)
+                self.hits += 1
+                return tip
+            self.misses += 1
+            return None
+
+    def put(self, table_id: str, tip: Tip) -> None:
+        with self._lock:
+            current = self._data.get(table_id)
+            if current is not None and current.version > tip.version:
+                return
+            self._data[table_id] = tip
+            self._data.move_to_end(table_id)
+            while len(self._data) > self._capacity:
+                self._data.popitem(last=False)
+
+    def drop(self, table_id: str) -> None:
+        with self._lock:
+            self._data.pop(table_id, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
