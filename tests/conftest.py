@@ -95,6 +95,21 @@ def database_url(pg_cluster: PgCluster) -> str:
     return url
 
 
+@pytest.fixture(scope="module")
+def private_db(pg_cluster: PgCluster, container: object) -> Iterator[tuple[object, str]]:
+    """(EventStore, owner URL) on a database of its own, migrated: for tests that tamper with rows
+    or write raw ones, which the projector following the shared database must never see."""
+    from services import migrate
+    from services.db import make_pool
+    from services.store.events import EventStore
+
+    url = pg_cluster.create_database("kwx_private")
+    migrate.upgrade(url)
+    pool = make_pool(url, size=2, role="kwx_app")
+    yield EventStore(pool, container.engine), url  # type: ignore[attr-defined]
+    pool.close()
+
+
 @pytest.fixture(scope="session")
 def container(database_url: str) -> Iterator[object]:
     from services.bootstrap import bootstrap

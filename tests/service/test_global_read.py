@@ -56,9 +56,9 @@ def _raw_insert(conn: psycopg.Connection[Any], table: str, version: int) -> int:
 
 
 def test_lower_xid_with_higher_positions_committing_first_is_not_skipped(
-    container: Any, database_url: str
+    private_db: tuple[EventStore, str],
 ) -> None:
-    store: EventStore = container.store
+    store, database_url = private_db
     _, checkpoint = drain(store, (0, 0))
     a_table, b_table = "gap-a-" + uuid.uuid4().hex[:8], "gap-b-" + uuid.uuid4().hex[:8]
     with psycopg.connect(database_url) as a, psycopg.connect(database_url) as b:
@@ -78,9 +78,9 @@ def test_lower_xid_with_higher_positions_committing_first_is_not_skipped(
 
 
 def test_an_event_of_a_running_transaction_holds_back_later_commits(
-    container: Any, database_url: str
+    private_db: tuple[EventStore, str],
 ) -> None:
-    store: EventStore = container.store
+    store, database_url = private_db
     _, checkpoint = drain(store, (0, 0))
     a_table, b_table = "hold-a-" + uuid.uuid4().hex[:8], "hold-b-" + uuid.uuid4().hex[:8]
     with psycopg.connect(database_url) as a, psycopg.connect(database_url) as b:

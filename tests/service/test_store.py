@@ -183,7 +183,8 @@ def test_the_service_role_may_only_insert_and_select_events(store: EventStore, d
         assert conn.execute("SELECT count(*) FROM events WHERE table_id = %s", (table,)).fetchone() == (2,)
 
 
-def test_verify_finds_the_row_changed_behind_the_service_back(store: EventStore, database_url: str) -> None:
+def test_verify_finds_the_row_changed_behind_the_service_back(private_db: tuple[EventStore, str]) -> None:
+    store, database_url = private_db
     table, wire = new_table(), legal_table(11)
     store.append("acme", table, 0, events_of(wire[:6]))
     assert store.verify(table)[2] == []
@@ -199,7 +200,8 @@ def test_verify_finds_the_row_changed_behind_the_service_back(store: EventStore,
     assert [(b.table_id, b.version) for b in broken] == [(table, 4)]
 
 
-def test_a_deleted_row_is_a_missing_version(store: EventStore, database_url: str) -> None:
+def test_a_deleted_row_is_a_missing_version(private_db: tuple[EventStore, str]) -> None:
+    store, database_url = private_db
     table, wire = new_table(), legal_table(12)
     store.append("acme", table, 0, events_of(wire[:5]))
     with psycopg.connect(database_url) as owner:
@@ -234,7 +236,8 @@ def test_fast_path_is_taken_for_consecutive_batches(store: EventStore) -> None:
     assert store.verify(table)[2] == []
 
 
-def test_verify_finds_events_whose_head_row_was_deleted(store: EventStore, database_url: str) -> None:
+def test_verify_finds_events_whose_head_row_was_deleted(private_db: tuple[EventStore, str]) -> None:
+    store, database_url = private_db
     table, wire = new_table(), legal_table(15)
     store.append("acme", table, 0, events_of(wire[:3]))
     with psycopg.connect(database_url) as owner:
