@@ -11,6 +11,7 @@ Decisions where the rules or the seeds leave room are in docs/scoring.md, each w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from domain.rules import Rules
 from domain.scoring import PatternHit, WinSituation
@@ -45,11 +46,19 @@ _SUIT_NAMES = ("筒 (p)", "条 (s)")
 FIVE_P, FIVE_S = 4, 13
 
 
-def _tiles(k: int, n: int) -> str:
-    """``_tiles(4, 3) == "555p"``, ``_tiles(18, 2) == "CC"``."""
+def _format_tiles(k: int, n: int) -> str:
     counts = [0] * 21
     counts[k] = n
     return format_counts(counts)
+
+
+# n copies of kind k in compact notation, written once (display work on the scoring path)
+_TILES: dict[tuple[int, int], str] = {(k, n): _format_tiles(k, n) for k in range(21) for n in range(1, 5)}
+
+
+def _tiles(k: int, n: int) -> str:
+    """``_tiles(4, 3) == "555p"``, ``_tiles(18, 2) == "CC"``."""
+    return _TILES.get((k, n)) or _format_tiles(k, n)
 
 
 def meld_notation(sit: WinSituation) -> list[str]:
@@ -241,6 +250,11 @@ def seven_pairs_hits(sit: WinSituation, rules: Rules) -> list[PatternHit]:
 
 def seven_pairs_notation(c: Sequence[int]) -> str:
     """``"11p 11p 99p 22s 77s CC FF"``: a four is written as two pairs."""
+    return _seven_pairs_notation(c if type(c) is tuple else tuple(c))
+
+
+@lru_cache(maxsize=4096)
+def _seven_pairs_notation(c: tuple[int, ...]) -> str:
     return " ".join(_tiles(k, 2) for k in range(21) for _ in range(c[k] // 2))
 
 

@@ -153,10 +153,22 @@ class Group(NamedTuple):
         return (t, t + 1, t + 2) if self.kind == "seq" else (t, t, t)
 
     def notation(self) -> str:
-        counts = [0] * N_KINDS
-        for k in self.kinds():
-            counts[k] += 1
-        return format_counts(counts)
+        return _GROUP_NOTATION.get(self) or _group_notation(self)
+
+
+def _group_notation(g: Group) -> str:
+    counts = [0] * N_KINDS
+    for k in g.kinds():
+        counts[k] += 1
+    return format_counts(counts)
+
+
+# Every possible set, written once (notation is display work on the scoring path).
+_GROUP_NOTATION: dict[Group, str] = {
+    g: _group_notation(g)
+    for g in [Group("tri", k) for k in range(N_KINDS)]
+    + [Group("seq", b + i) for b in (0, 9) for i in range(_SUIT_SIZE - 2)]
+}
 
 
 class Decomposition(NamedTuple):
@@ -249,6 +261,7 @@ def _by_tile(g: Group) -> tuple[int, str]:
     return (g.tile, g.kind)
 
 
+@lru_cache(maxsize=8192)
 def format_decomposition(d: Decomposition) -> str:
     """Compact notation, sets first then the pair: ``"456p 123s 789s CCC 55p"``."""
     return " ".join([g.notation() for g in d.sets] + [name(d.pair) * 2 if d.pair >= 18 else _pair(d.pair)])
