@@ -260,3 +260,38 @@ def test_a_key_is_stored_hashed(container: Any, database_url: str) -> None:
         dump = conn.execute("SELECT string_agg(t::text, ' ') FROM api_keys t").fetchone()[0]
     assert len(rows) == 1 and len(bytes(rows[0][1])) == 32
     assert key.rsplit("_", 1)[1] not in dump
+
+
+def test_two_clients_racing_over_http_one_wins_each_version(
+    app: Any, platform: Headers, table_id: str
+) -> None:
+    import threading
+
+    from fastapi.testclient import TestClient
+
+    from tests.service.streams import relabel
+
+    wire = legal_table(30)
+    with TestClient(app) as setup:
+        assert post(setup, table_id, wire[:2], platform, 0).status_code == 201
+    answers: dict[str, int] = {}
+    barrier = threading.Barrier(2)
+
+    def race(name: str) -> None:
+        with TestClient(app) as client:
+            batch = relabel(wire[2:6], name)
+            barrier.wait()
+            answers[name] = post(client, table_id, batch, platform, 2).status_code
+
+    threads = [threading.Thread(target=race, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(answers.values()) == [201, 409]
+    with TestClient(app) as client:
+        events = client.get(f"/v1/tables/{table_id}/events", headers=platform).json()["events"]
+    winner = next(n for n, code in answers.items() if code == 201)
+    assert [e["id"] for e in events] == [e["id"] for e in wire[:2]] + [
+        f"{winner}-{e['id']}" for e in wire[2:6]
+    ]
