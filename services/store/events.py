@@ -331,8 +331,11 @@ class EventStore:
         if head.snapshot_version > 0:
             rows = fetch(conn, sa.select(heads.c.snapshot).where(heads.c.table_id == head.table_id))
             if rows and rows[0][0] is not None:
-                state = self.engine.decode_state(bytes(rows[0][0]))
-                start = head.snapshot_version
+                try:
+                    state = self.engine.decode_state(bytes(rows[0][0]))
+                    start = head.snapshot_version
+                except (msgspec.MsgspecError, ValueError, TypeError, KeyError):
+                    state = self.engine.initial()  # a snapshot of an older engine: refold instead
         if start < head.version:
             stmt = (
                 sa.select(sa.cast(ev.c.body, sa.Text))

@@ -244,3 +244,18 @@ def test_verify_finds_events_whose_head_row_was_deleted(private_db: tuple[EventS
         owner.execute("DELETE FROM table_heads WHERE table_id = %s", (table,))
     _, _, broken = store.verify(table)
     assert [(b.table_id, b.version) for b in broken] == [(table, 1)]
+
+
+def test_an_unreadable_snapshot_means_a_refold_not_an_error(private_db: tuple[EventStore, str]) -> None:
+    store, database_url = private_db
+    table, wire = new_table(), legal_table(16)
+    store.append("acme", table, 0, events_of(wire[:60]))  # ≥ 50 events: a snapshot is written
+    with psycopg.connect(database_url) as owner:
+        row = owner.execute(
+            "SELECT snapshot_version FROM table_heads WHERE table_id = %s", (table,)
+        ).fetchone()
+        assert row == (60,)
+        owner.execute("UPDATE table_heads SET snapshot = '\\x00ff' WHERE table_id = %s", (table,))
+    store.cache.clear()
+    result = store.append("acme", table, 60, events_of(wire[60:64]))
+    assert result.version == 64
