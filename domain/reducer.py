@@ -132,11 +132,16 @@ def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> Han
     chain = hs.chain
     if chain is not None:
         chain = _replace(chain, stage="discard") if chain.stage == "draw" and chain.seat == seat else None
+    # the tile just drawn from the front goes out again: the hand is the one of this seat's last
+    # discard (or the deal), whose waits are cached (after a peng / kong there is no such draw:
+    # drawn is None, or the draw came from the back)
+    tsumogiri = k == hs.drawn and hs.fresh and not hs.from_back
+    ws = hs.waits if tsumogiri else set3(hs.waits, seat, waits(c))
     hs = _replace(
         hs,
         concealed=set3(hs.concealed, seat, c),
         discards=set3(hs.discards, seat, (*hs.discards[seat], Discard(tile=k, event=v))),
-        waits=set3(hs.waits, seat, waits(c)),
+        waits=ws,
         phase="claim",
         turn=seat,
         fresh=False,
