@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import psycopg
 import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -90,6 +91,11 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def pool_timeout(request: Request, exc: PoolTimeout) -> JSONResponse:
         log.warning("pool_timeout")
         return _error(503, {"error": "unavailable", "message": "the database is busy; retry"})
+
+    @app.exception_handler(psycopg.OperationalError)
+    async def database_down(request: Request, exc: psycopg.OperationalError) -> JSONResponse:
+        log.warning("database_unavailable", detail=str(exc)[:200])
+        return _error(503, {"error": "unavailable", "message": "the database is not reachable; retry"})
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
