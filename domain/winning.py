@@ -47,9 +47,27 @@ def situation(hs: HandState, seat: int, tile: int, kind: WinKind) -> WinSituatio
     )
 
 
+# The last win scored, by identity of the (immutable) hand state and rules: a self-draw hu is
+# scored by its legality check and again when applied, from the same state.
+_last: tuple[HandState, Rules, int, int, str, Score | None] | None = None
+
+
 def score_win(hs: HandState, rules: Rules, seat: int, tile: int, kind: WinKind) -> Score | None:
     """The Score of that win, or None when the tiles do not form a winning hand."""
-    return score(situation(hs, seat, tile, kind), rules)
+    global _last
+    last = _last
+    if (
+        last is not None
+        and last[0] is hs
+        and last[1] is rules
+        and last[2] == seat
+        and last[3] == tile
+        and last[4] == kind
+    ):
+        return last[5]
+    sc = score(situation(hs, seat, tile, kind), rules)
+    _last = (hs, rules, seat, tile, kind, sc)
+    return sc
 
 
 def no_score(rules: Rules, self_draw: bool) -> Score:
