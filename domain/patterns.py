@@ -16,7 +16,7 @@ from functools import lru_cache
 from domain.rules import Rules
 from domain.scoring import PatternHit, WinSituation
 from domain.shape import Decomposition, Group
-from domain.tiles import DRAGON, C, F, P, format_counts, name, suit
+from domain.tiles import C, F, P, format_counts, name
 
 # The table order of RULES.md §5: output lists patterns in this order.
 PATTERN_ORDER: tuple[str, ...] = (
@@ -71,10 +71,14 @@ def meld_notation(sit: WinSituation) -> list[str]:
 
 def qing_yi_se(sit: WinSituation) -> PatternHit | None:
     """清一色: every tile, melds included, of one suit, no dragons."""
-    suits = {suit(k) for k, n in enumerate(sit.concealed) if n} | {suit(m.tile) for m in sit.melds}
-    if len(suits) != 1 or DRAGON in suits:
+    c = sit.concealed
+    if any(c[18:21]) or any(m.tile >= 18 for m in sit.melds):
         return None
-    (s,) = suits
+    has_p = any(c[0:9]) or any(m.tile < 9 for m in sit.melds)
+    has_s = any(c[9:18]) or any(9 <= m.tile < 18 for m in sit.melds)
+    if has_p == has_s:
+        return None
+    s = 0 if has_p else 1
     where = "melds included" if sit.melds else "all concealed"
     return PatternHit(id="qing_yi_se", x=4, detail=f"every tile is {_SUIT_NAMES[s]}, {where}")
 
