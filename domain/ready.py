@@ -12,25 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from domain.shape import is_standard_win
-
-_ZERO9 = (0,) * 9
+from domain.shape import DRAGON_TABLE, SUIT_TABLE
 
 
-@lru_cache(maxsize=1 << 16)
 def _suit_ok(v: tuple[int, ...]) -> bool:
-    """The nine counts are sets (sum ≡ 0) or sets + one pair (sum ≡ 2)."""
-    r = sum(v) % 3
-    if r == 1:
-        return False
-    if r == 2:
-        return is_standard_win(v + _ZERO9 + (0, 0, 0))
-    return is_standard_win(v + _ZERO9 + (2, 0, 0))
+    """The nine counts are sets (sum ≡ 0) or sets + one pair (sum ≡ 2): the shape table holds
+    exactly those vectors."""
+    return v in SUIT_TABLE
 
 
-@lru_cache(maxsize=1 << 16)
-def _suit_adds(v: tuple[int, ...]) -> tuple[int, ...]:
-    """Offsets i (0..8) with v + e_i sets (+ pair): only where v[i] < 4."""
+def _adds(v: tuple[int, ...], base: int) -> tuple[int, ...]:
     out = []
     for i in range(9):
         if v[i] >= 4:
@@ -38,20 +29,39 @@ def _suit_adds(v: tuple[int, ...]) -> tuple[int, ...]:
         lo, hi = max(0, i - 2), min(9, i + 3)
         if not any(v[lo:hi]):
             continue
-        u = (*v[:i], v[i] + 1, *v[i + 1 :])
-        if _suit_ok(u):
-            out.append(i)
+        if (*v[:i], v[i] + 1, *v[i + 1 :]) in SUIT_TABLE:
+            out.append(base + i)
     return tuple(out)
 
 
+@lru_cache(maxsize=1 << 16)
+def _suit_adds(v: tuple[int, ...]) -> tuple[int, ...]:
+    """Offsets i (0..8) with v + e_i sets (+ pair): only where v[i] < 4."""
+    return _adds(v, 0)
+
+
+@lru_cache(maxsize=1 << 16)
+def _sou_adds(v: tuple[int, ...]) -> tuple[int, ...]:
+    """The kinds 9 + i of :func:`_suit_adds` (the 条 suit)."""
+    return _adds(v, 9)
+
+
 def _dragons_ok(d: tuple[int, ...]) -> bool:
-    pairs = 0
-    for n in d:
-        if n == 2:
-            pairs += 1
-        elif n not in (0, 3):
-            return False
-    return pairs <= 1
+    return d in DRAGON_TABLE
+
+
+def _dragon_adds(d: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    for i in range(3):
+        if 0 < d[i] < 4 and (*d[:i], d[i] + 1, *d[i + 1 :]) in DRAGON_TABLE:
+            out.append(18 + i)
+    return tuple(out)
+
+
+# The dragon kinds (18..20) that make each possible dragon part (counts 0..4) sets (+ pair).
+_DRAGON_ADDS: dict[tuple[int, ...], tuple[int, ...]] = {
+    (a, b, c): _dragon_adds((a, b, c)) for a in range(5) for b in range(5) for c in range(5)
+}
 
 
 def waits(counts: Sequence[int]) -> tuple[int, ...]:
@@ -61,22 +71,16 @@ def waits(counts: Sequence[int]) -> tuple[int, ...]:
     if total % 3 != 1:
         return ()
     p, s, d = c[0:9], c[9:18], c[18:21]
-    p_ok, s_ok, d_ok = _suit_ok(p), _suit_ok(s), _dragons_ok(d)
-    out: list[int] = []
+    p_ok, s_ok, d_ok = p in SUIT_TABLE, s in SUIT_TABLE, d in DRAGON_TABLE
+    out: tuple[int, ...] = ()
     if s_ok and d_ok:
-        out.extend(_suit_adds(p))
+        out = _suit_adds(p)
     if p_ok and d_ok:
-        out.extend(9 + i for i in _suit_adds(s))
+        out += _sou_adds(s)
     if p_ok and s_ok:
-        for i in range(3):
-            if 0 < d[i] < 4:
-                dd = list(d)
-                dd[i] += 1
-                if _dragons_ok(tuple(dd)):
-                    out.append(18 + i)
+        out += _DRAGON_ADDS.get(d) or _dragon_adds(d)
     if total == 13 and c.count(1) + c.count(3) == 1:  # 七对: six pairs (or fours) and one odd kind
         k = c.index(1) if 1 in c else c.index(3)
         if k not in out:
-            out.append(k)
-            out.sort()
-    return tuple(out)
+            out = tuple(sorted((*out, k)))
+    return out

@@ -79,6 +79,8 @@ _SUIT_TABLE: frozenset[tuple[int, ...]] = _build_suit_table()
 _DRAGON_TABLE: frozenset[tuple[int, ...]] = frozenset(
     (a, b, c) for a in (0, 2, 3) for b in (0, 2, 3) for c in (0, 2, 3) if (a == 2) + (b == 2) + (c == 2) <= 1
 )
+SUIT_TABLE = _SUIT_TABLE  # for domain.ready
+DRAGON_TABLE = _DRAGON_TABLE
 
 
 def is_standard_win(counts: Sequence[int]) -> bool:
