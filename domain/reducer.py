@@ -69,6 +69,10 @@ _replace = msgspec.structs.replace
 def evolve(state: TableState, ev: Event, ruling: Ruling | None = None) -> TableState:
     """The state after ``ev`` (accepted: legal, or stored with its rule ``ruling``)."""
     v = state.version + 1
+    if ruling is None:
+        fast = _FAST.get(type(ev))
+        if fast is not None:  # draws and discards: the version set in the same copy of the state
+            return _replace(state, hand=fast(state, ev, v), version=v)
     fn = _APPLY[type(ev)]
     new = fn(state, ev, v, ruling)
     if ruling is not None:
@@ -87,11 +91,17 @@ def claim_last(hs: HandState) -> tuple[tuple[Discard, ...], ...]:
 
 
 def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
+    return _replace(state, hand=_drawn_hand(state, ev, v))
+
+
+def _drawn_hand(state: TableState, ev: Any, v: int) -> HandState:
     assert isinstance(ev, TileDrawn)
     hs = hand_of(state)
     seat, k = ev.seat, TILE_INDEX[ev.tile]
-    hs = close_window(hs, rules_of(state), v) or hs
-    hs = lift(hs, seat, v) or hs
+    if hs.candidates:
+        hs = close_window(hs, rules_of(state), v) or hs
+    if hs.lou_hu[seat] is not None:
+        hs = lift(hs, seat, v) or hs
     back = hs.phase in ("replacement", "rob")
     chain = hs.chain
     if back:
@@ -103,7 +113,7 @@ def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSt
         chain = None
         front, nback = hs.front + 1, hs.back
         drawn_front, drawn_back = (*hs.drawn_front, k), hs.drawn_back
-    hs = _replace(
+    return _replace(
         hs,
         front=front,
         back=nback,
@@ -122,7 +132,6 @@ def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSt
         after_kong=False,
         chain=chain,
     )
-    return _replace(state, hand=hs)
 
 
 def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> HandState:
@@ -151,13 +160,20 @@ def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> Han
         after_kong=after_kong,
         chain=chain,
     )
+    w0, w1, w2 = ws
+    if k not in w0 and k not in w1 and k not in w2:
+        return hs  # nobody waits on it: no candidate
     cands = candidates(hs, rules, k, seat, "discard")
     return _replace(hs, candidates=cands) if cands else hs  # in the discard phase there are none
 
 
 def _discarded(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
+    return _replace(state, hand=_discarded_hand(state, ev, v))
+
+
+def _discarded_hand(state: TableState, ev: Any, v: int) -> HandState:
     assert isinstance(ev, TileDiscarded)
-    return _replace(state, hand=_discard(state, hand_of(state), ev.seat, TILE_INDEX[ev.tile], v))
+    return _discard(state, hand_of(state), ev.seat, TILE_INDEX[ev.tile], v)
 
 
 def _liang_dao(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
@@ -330,6 +346,10 @@ def _aborted(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> Table
     return end_hand(state, _replace(hs, record=_replace(hs.record, end="aborted", end_event=v)), v)
 
 
+_FAST: dict[type, Callable[[TableState, Any, int], HandState]] = {
+    TileDrawn: _drawn_hand,
+    TileDiscarded: _discarded_hand,
+}
 _Apply = Callable[[TableState, Any, int, "Ruling | None"], TableState]
 _APPLY: dict[type, _Apply] = {
     TableOpened: apply_opened,
