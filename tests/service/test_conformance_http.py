@@ -50,3 +50,27 @@ def test_stream_through_http_settles_like_kwx_settle(
     assert [canonical_bytes(convert(e)) for e in stored] == [canonical_bytes(convert(e)) for e in wire]
     via_http_code, via_http = settle([msgspec.json.encode(e) for e in stored])
     assert (via_http_code, via_http) == (direct_code, direct) and direct_code == 0
+    # and the service's own settlement endpoint agrees with `kwx settle` hand by hand
+    for hand in msgspec.json.decode(msgspec.json.encode(direct["hands"])):  # as JSON, like the API
+        answer = client.get(f"/v1/tables/{table_id}/hands/{hand['hand']}/settlement", headers=platform)
+        if (
+            answer.status_code == 404
+            and answer.json().get("error") == "not_found"
+            and "settled" not in answer.text
+        ):
+            pytest.skip("no settlement endpoint in this build")
+        assert answer.status_code == 200, answer.text
+        served = answer.json()["settlement"]
+        for key in ("end", "dealer", "next_dealer", "net"):
+            assert served[key] == hand[key], key
+        assert _transfers(served) == _transfers(hand)
+        assert [(w["seat"], w["multiplier"], w["payable"]) for w in served["wins"]] == [
+            (w["seat"], w["multiplier"], w["payable"]) for w in hand["wins"]
+        ]
+
+
+def _transfers(settlement: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return sorted(
+        ((t["from"], t["to"], t["amount"], t["reason"], t["event"]) for t in settlement["transfers"]),
+        key=repr,
+    )
