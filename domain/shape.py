@@ -235,28 +235,29 @@ def decompositions(counts: Sequence[int]) -> list[Decomposition]:
     c = tuple(counts)
     if sum(c) % 3 != 2 or not is_standard_win(c):
         return []
-    parts = [
-        (0, _suit_splits(c[0:9], True)),
-        (9, _suit_splits(c[9:18], True)),
-        (18, _suit_splits(c[18:21], False)),
-    ]
-    combos: list[tuple[int, list[Group]]] = [(-1, [])]
-    for base, splits in parts:
-        nxt: list[tuple[int, list[Group]]] = []
+    parts = (_part_splits(c[0:9], 0), _part_splits(c[9:18], 9), _part_splits(c[18:21], 18))
+    combos: list[tuple[int, tuple[Group, ...]]] = [(-1, ())]
+    for splits in parts:
+        nxt: list[tuple[int, tuple[Group, ...]]] = []
         for pair, groups in combos:
             for sp_pair, sp_sets in splits:
                 if sp_pair >= 0 and pair >= 0:
                     continue
-                nxt.append(
-                    (
-                        base + sp_pair if sp_pair >= 0 else pair,
-                        groups + [Group(kind, base + off) for kind, off in sp_sets],
-                    )
-                )
+                nxt.append((sp_pair if sp_pair >= 0 else pair, groups + sp_sets))
         combos = nxt
     out = [Decomposition(pair, tuple(sorted(groups, key=_by_tile))) for pair, groups in combos if pair >= 0]
     out.sort(key=lambda d: (d.pair, [_by_tile(g) for g in d.sets]))
     return out
+
+
+@lru_cache(maxsize=8192)
+def _part_splits(v: tuple[int, ...], base: int) -> tuple[tuple[int, tuple[Group, ...]], ...]:
+    """:func:`_suit_splits` of one part (筒 at 0, 条 at 9, dragons at 18) with absolute kinds:
+    (pair kind or -1, sets)."""
+    return tuple(
+        (base + pair if pair >= 0 else -1, tuple(Group(kind, base + off) for kind, off in sets))
+        for pair, sets in _suit_splits(v, base < 18)
+    )
 
 
 def _by_tile(g: Group) -> tuple[int, str]:
