@@ -93,7 +93,8 @@ def kong_keeps_waits(hs: HandState, seat: int, tile: int, kind: str) -> bool:
 def feeding(hs: HandState, rules: Rules, seat: int, tile: int, v: int, who: str) -> Ruling | None:
     """3D platform: a seat that has not declared may not discard a declarer's wait — unless every
     tile it holds is one (then any discard is allowed, and the declarer may win on it)."""
-    if not rules.liang_dao_forbid_feeding or hs.liang_dao[seat] is not None:
+    ld = hs.liang_dao
+    if not rules.liang_dao_forbid_feeding or ld[seat] is not None or ld == (None, None, None):
         return None
     declarers = [(s, info.waits) for s in (0, 1, 2) if s != seat and (info := hs.liang_dao[s]) is not None]
     fed = [s for s, w in declarers if tile in w]
