@@ -21,16 +21,23 @@ def _suit_ok(v: tuple[int, ...]) -> bool:
     return v in SUIT_TABLE
 
 
+# (i, lo, hi): a wait i of a suit lies within two of a held tile, v[lo:hi]
+_NEAR = tuple((i, max(0, i - 2), min(9, i + 3)) for i in range(9))
+
+
 def _adds(v: tuple[int, ...], base: int) -> tuple[int, ...]:
+    if sum(v) % 3 == 0:
+        return ()  # one more tile gives a sum ≡ 1: neither sets nor sets + pair
     out = []
-    for i in range(9):
-        if v[i] >= 4:
+    u = list(v)
+    for i, lo, hi in _NEAR:
+        n = u[i]
+        if n >= 4 or not any(v[lo:hi]):
             continue
-        lo, hi = max(0, i - 2), min(9, i + 3)
-        if not any(v[lo:hi]):
-            continue
-        if (*v[:i], v[i] + 1, *v[i + 1 :]) in SUIT_TABLE:
+        u[i] = n + 1
+        if tuple(u) in SUIT_TABLE:
             out.append(base + i)
+        u[i] = n
     return tuple(out)
 
 
