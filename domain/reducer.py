@@ -104,6 +104,23 @@ def _drawn_hand(state: TableState, ev: Any, v: int) -> HandState:
         hs = lift(hs, seat, v) or hs
     back = hs.phase in ("replacement", "rob")
     chain = hs.chain
+    seen = add1(hs.seen, k, 1)
+    concealed = set3(hs.concealed, seat, add1(hs.concealed[seat], k, 1))
+    if not back and chain is None and not hs.from_back and not hs.after_kong and not hs.candidates:
+        # the usual draw: only the fields that change (each keyword of a replace costs)
+        return _replace(
+            hs,
+            front=hs.front + 1,
+            drawn_front=(*hs.drawn_front, k),
+            seen=seen,
+            concealed=concealed,
+            phase="discard",
+            turn=seat,
+            fresh=True,
+            drawn=k,
+            drawn_event=v,
+            last_tile=None,
+        )
     if back:
         if chain is not None:
             chain = _replace(chain, stage="draw")
@@ -119,8 +136,8 @@ def _drawn_hand(state: TableState, ev: Any, v: int) -> HandState:
         back=nback,
         drawn_front=drawn_front,
         drawn_back=drawn_back,
-        seen=add1(hs.seen, k, 1),
-        concealed=set3(hs.concealed, seat, add1(hs.concealed[seat], k, 1)),
+        seen=seen,
+        concealed=concealed,
         phase="discard",
         turn=seat,
         fresh=True,
@@ -146,20 +163,34 @@ def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> Han
     # drawn is None, or the draw came from the back)
     tsumogiri = k == hs.drawn and hs.fresh and not hs.from_back
     ws = hs.waits if tsumogiri else set3(hs.waits, seat, waits(c))
-    hs = _replace(
-        hs,
-        concealed=set3(hs.concealed, seat, c),
-        discards=set3(hs.discards, seat, (*hs.discards[seat], Discard(tile=k, event=v))),
-        waits=ws,
-        phase="claim",
-        turn=seat,
-        fresh=False,
-        drawn=None,
-        last_tile=k,
-        last_event=v,
-        after_kong=after_kong,
-        chain=chain,
-    )
+    if chain is None and hs.chain is None and not after_kong and not hs.after_kong and hs.turn == seat:
+        # the usual discard: only the fields that change (each keyword of a replace costs)
+        hs = _replace(
+            hs,
+            concealed=set3(hs.concealed, seat, c),
+            discards=set3(hs.discards, seat, (*hs.discards[seat], Discard(tile=k, event=v))),
+            waits=ws,
+            phase="claim",
+            fresh=False,
+            drawn=None,
+            last_tile=k,
+            last_event=v,
+        )
+    else:
+        hs = _replace(
+            hs,
+            concealed=set3(hs.concealed, seat, c),
+            discards=set3(hs.discards, seat, (*hs.discards[seat], Discard(tile=k, event=v))),
+            waits=ws,
+            phase="claim",
+            turn=seat,
+            fresh=False,
+            drawn=None,
+            last_tile=k,
+            last_event=v,
+            after_kong=after_kong,
+            chain=chain,
+        )
     w0, w1, w2 = ws
     if k not in w0 and k not in w1 and k not in w2:
         return hs  # nobody waits on it: no candidate
