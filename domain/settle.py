@@ -189,6 +189,14 @@ def _hand_payment(
                 detail = f"{kind} {name(win.tile)}, 包胡: both_pay (like a self-draw), each other pays: {how}"
                 for payer in others(win.seat):
                     lines.append((payer, m, detail))
+        elif winner_declared and rules.liang_dao_feed == "both_pay":
+            # docs/decisions.md R9 (3D): 当两家亮倒时…导致另一名亮倒的玩家胡牌，则放炮者需包赔，另一家无需赔付
+            bao_hu = rules.liang_dao_feed
+            detail = (
+                f"{kind} {name(win.tile)}, 包胡: both_pay, the discarder had declared 亮倒 too and pays "
+                f"alone what both would (放炮者需包赔，另一家无需赔付): 2 × {how}"
+            )
+            lines.append((win.source, 2 * m, detail))
         else:
             if winner_declared and not source_declared:
                 why = ", 包胡: normal"

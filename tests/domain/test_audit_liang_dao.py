@@ -283,3 +283,30 @@ def test_liang_dao_x2_lets_a_pi_hu_win_on_a_discard() -> None:
     assert code(st, hu([1], "C", 2)) == "below_min_multiplier"
     st = play(_declared(H1_FREE), draw(2, "C"), discard(2, "C"))
     assert code(st, hu([1], "C", 2)) is None
+
+
+def test_both_pay_declared_discarder_pays_the_whole_bao_hu() -> None:
+    # Decision R9 (docs/decisions.md). 3D (the source of both_pay): 对亮炮胡包赔（当两家亮倒时，系统自动
+    # 打出摸进的牌，如果导致另一名亮倒的玩家胡牌，则放炮者需包赔，另一家无需赔付）. Under both_pay a feed by a
+    # player who had not declared costs both others M each (两家均扣分); a feed by a declarer is
+    # paid by that declarer alone (包赔) — the whole 2 × M — and the third player pays nothing.
+    # Seat 1 (333p 567p 456s 789s C, waits C) and seat 2 (46p 123s 456s 789s 99p) declare; seat 2
+    # draws C and must discard it; seat 1 wins ×2 (亮倒): seat 2 pays 2 × 2 = 4, seat 0 nothing.
+    st = play(
+        table(H0, H1_FREE, "46p 123s 456s 789s 99p", rules={"liang_dao_feed": "both_pay"}),
+        discard(0, "9s"),
+        draw(1, "F"),
+        liang(1, "F"),
+        draw(2, "P"),
+        liang(2, "P"),
+        draw(0, "8p"),
+        discard(0, "8p"),
+        draw(1, "8s"),
+        discard(1, "8s"),
+        draw(2, "C"),
+        discard(2, "C"),
+        hu([1], "C", 2),
+    )
+    s = last(st)
+    assert money(s) == {(2, 1, 4, "hu"): 1}
+    assert s.wins[0].bao_hu == "both_pay"

@@ -113,6 +113,8 @@ def reference(events: list[dict[str, Any]], settlements: list[Any]) -> list[tupl
                             payers = [(src, 2 * m)]
                         else:
                             payers = [(p, m) for p in _others(seat)]
+                    elif seat in declared and rules.liang_dao_feed == "both_pay":
+                        payers = [(src, 2 * m)]  # decision R9: 放炮者需包赔，另一家无需赔付
                     else:
                         payers = [(src, m)]
                     rows += [(p, seat, u * base, "hu") for p, u in payers]
