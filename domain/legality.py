@@ -39,6 +39,14 @@ from domain.walls import (
 
 def check(state: TableState, ev: Event) -> Ruling | None:
     v = state.version + 1
+    hs = state.hand
+    if hs is not None and hs.phase != "over" and not state.closed:
+        # a hand in progress (so the table is open): the usual case first
+        hand_fn = _HAND.get(type(ev))
+        if hand_fn is not None:
+            rules = state.rules
+            assert rules is not None
+            return hand_fn(state, hs, rules, ev, v)
     if state.closed:
         return make(
             v, "closed",
@@ -107,7 +115,7 @@ def _check_draw(state: TableState, hs: HandState, rules: Rules, ev: Any, v: int)
             f"{who(state, seat)} 摸牌，但{hs.turn}号位应先打牌",
             seat=seat, turn=hs.turn,
         )  # fmt: skip
-    if remaining(hs) <= 0:
+    if WALL_SIZE - hs.front - hs.back <= 0:  # remaining(hs)
         return make(
             v, "sequence",
             f"{who(state, seat)} draws, but the wall is empty: the hand ends with a hu on the last "
@@ -115,6 +123,12 @@ def _check_draw(state: TableState, hs: HandState, rules: Rules, ev: Any, v: int)
             f"{who(state, seat)} 摸牌，但牌墙已空：应胡最后一张牌或荒庄",
             seat=seat,
         )  # fmt: skip
+    wall = hs.wall
+    if wall is None:
+        if hs.seen[tile] < 4:
+            return None  # the usual case of check_wall_tile
+    elif wall[WALL_SIZE - 1 - hs.back if back else hs.front] == tile:
+        return None  # the known wall's next tile at that end (check_wall_tile's usual case)
     return check_wall_tile(state, hs, tile, back=back, v=v, seat=seat)
 
 
