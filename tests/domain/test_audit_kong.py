@@ -24,8 +24,8 @@ P2 = "999p 1p 33s 44s 66s PP 5p"
 
 
 def _peng_then_skip(rules: dict[str, Any]):  # type: ignore[no-untyped-def]
-    # seat 1 pengs seat 0's 7s; later draws the fourth 7s (v9) and discards P instead of konging;
-    # at its next draw (v15) it tries to 补杠 with the 7s it kept.
+    # seat 1 pengs seat 0's 7s; later draws the fourth 7s (v10) and discards P instead of konging;
+    # at its next draw (v16) it tries to 补杠 with the 7s it kept.
     return play(
         table(P0, P1, P2, rules=rules),
         discard(0, "7s"),
