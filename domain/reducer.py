@@ -96,7 +96,8 @@ def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSt
 
 def _drawn_hand(state: TableState, ev: Any, v: int) -> HandState:
     assert isinstance(ev, TileDrawn)
-    hs = hand_of(state)
+    hs = state.hand
+    assert hs is not None
     seat, k = ev.seat, TILE_INDEX[ev.tile]
     if hs.candidates:
         hs = close_window(hs, rules_of(state), v) or hs
@@ -104,8 +105,17 @@ def _drawn_hand(state: TableState, ev: Any, v: int) -> HandState:
         hs = lift(hs, seat, v) or hs
     back = hs.phase in ("replacement", "rob")
     chain = hs.chain
-    seen = add1(hs.seen, k, 1)
-    concealed = set3(hs.concealed, seat, add1(hs.concealed[seat], k, 1))
+    # add1 / set3 written out: this runs for every draw
+    c = list(hs.seen)
+    c[k] += 1
+    seen = tuple(c)
+    conc = hs.concealed
+    c = list(conc[seat])
+    c[k] += 1
+    row = tuple(c)
+    concealed = (
+        (row, conc[1], conc[2]) if seat == 0 else (conc[0], row, conc[2]) if seat == 1 else (*conc[:2], row)
+    )
     if not back and chain is None and not hs.from_back and not hs.after_kong and not hs.candidates:
         # the usual draw: only the fields that change (each keyword of a replace costs)
         return _replace(
@@ -152,8 +162,9 @@ def _drawn_hand(state: TableState, ev: Any, v: int) -> HandState:
 
 
 def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> HandState:
-    rules = rules_of(state)
-    c = add1(hs.concealed[seat], k, -1)
+    cl = list(hs.concealed[seat])
+    cl[k] -= 1
+    c = tuple(cl)
     after_kong = hs.fresh and hs.from_back and hs.drawn is not None
     chain = hs.chain
     if chain is not None:
@@ -194,7 +205,7 @@ def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> Han
     w0, w1, w2 = ws
     if k not in w0 and k not in w1 and k not in w2:
         return hs  # nobody waits on it: no candidate
-    cands = candidates(hs, rules, k, seat, "discard")
+    cands = candidates(hs, rules_of(state), k, seat, "discard")
     return _replace(hs, candidates=cands) if cands else hs  # in the discard phase there are none
 
 
@@ -204,7 +215,9 @@ def _discarded(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> Tab
 
 def _discarded_hand(state: TableState, ev: Any, v: int) -> HandState:
     assert isinstance(ev, TileDiscarded)
-    return _discard(state, hand_of(state), ev.seat, TILE_INDEX[ev.tile], v)
+    hs = state.hand
+    assert hs is not None
+    return _discard(state, hs, ev.seat, TILE_INDEX[ev.tile], v)
 
 
 def _liang_dao(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
