@@ -1,10 +1,9 @@
-"""Every vector of /work/shared/conformance/hands.jsonl through the real ``kwx score`` entry point."""
+"""Every vector of ../shared/conformance/hands.jsonl through the real ``kwx score`` entry point."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,13 +12,11 @@ from typing import Any
 import pytest
 
 from services.cli import main
+from tests.paths import HANDS
 
-HANDS = Path(os.environ.get("KWX_CONFORMANCE", "/work/shared/conformance")) / "hands.jsonl"
-VECTORS: list[dict[str, Any]] = (
-    [json.loads(line) for line in HANDS.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if HANDS.exists()
-    else []
-)
+VECTORS: list[dict[str, Any]] = [
+    json.loads(line) for line in HANDS.read_text(encoding="utf-8").splitlines() if line.strip()
+]
 
 # Vectors whose expectation contradicts RULES.md §5 as written; reported to the spec owner.
 # "qingyise": 123p 456p 789p 11p 22p + 2p holds 2p four times (one in 123p, two in 22p, the
@@ -54,7 +51,6 @@ def check(vector: dict[str, Any], result: dict[str, Any]) -> None:
     assert all(p["detail"] for p in result["patterns"])
 
 
-@pytest.mark.skipif(not VECTORS, reason=f"{HANDS} not found")
 @pytest.mark.parametrize(
     "vector",
     [
@@ -75,7 +71,6 @@ def test_vector(
     check(vector, result)
 
 
-@pytest.mark.skipif(not VECTORS, reason=f"{HANDS} not found")
 def test_all_vectors_in_one_run_as_a_file_via_the_installed_script(tmp_path: Path) -> None:
     # given the whole file, when `kwx score FILE` runs as a process, then one line per vector, exit 0
     kwx = Path(sys.executable).with_name("kwx")

@@ -31,8 +31,8 @@ from tests.domain.engine_dsl import (
     then_ok,
     when,
 )
+from tests.paths import STREAMS
 
-STREAMS = Path("/work/shared/conformance/streams")
 GOLDEN = Path(__file__).parent.parent / "golden"
 
 
