@@ -11,7 +11,9 @@ with ``engine.step`` and records, per stream:
 - ``settlements``: sha256 of the settlements (msgspec JSON) — the money;
 - ``rulings``: sha256 of every ruling returned by ``check`` (accepted or not);
 - ``whatif``: the same fold with ``rules_override`` of another preset (violations recorded): the
-  digest of its final state, or where it stopped.
+  digest of its final state, or where it stopped;
+- ``fuzz/…``: random events on a recording copy of the first table of each preset
+  (:func:`digest_fuzz`).
 
 Usage::
 
@@ -98,10 +100,44 @@ def digest_stream(lines: list[bytes], whatif: str) -> dict[str, Any]:
     return res
 
 
-def run_all(tables: int, hands: int) -> dict[str, dict[str, Any]]:
+def digest_fuzz(lines: list[bytes], seed: int, n: int) -> dict[str, Any]:
+    """A recording table (violations: "record") and ``n`` random well-formed events applied from
+    random states of the stream, three more after each accepted one (tests/domain/test_engine_fuzz):
+    the odd paths (rule violations applied, claims out of turn …) digested too."""
+    import msgspec
+
+    from domain import engine
+    from domain.events import decode
+    from tests.domain.test_engine_fuzz import random_event
+
+    rng = random.Random(seed)
+    events = [decode(x) for x in lines]
+    opened = msgspec.structs.replace(events[0], violations="record")  # type: ignore[call-arg]
+    st = engine.fold([opened])
+    states = [st]
+    for ev in events[1:]:
+        st = engine.evolve(st, ev)
+        states.append(st)
+    h = hashlib.sha256()
+    enc = msgspec.json.Encoder(order="deterministic")
+    for i in range(n):
+        new, ruling, ok = engine.step(rng.choice(states), random_event(rng, i))
+        h.update(enc.encode(ruling))
+        if ok:
+            for j in range(3):
+                new, ruling, ok = engine.step(new, random_event(rng, 10 * i + j))
+                h.update(enc.encode(ruling))
+            h.update(engine.encode_state(new))
+    return {"fuzz": h.hexdigest()}
+
+
+def run_all(tables: int, hands: int, fuzz: int = 1500) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for n, (name, lines) in enumerate(corpus(tables, hands)):
+    streams = corpus(tables, hands)
+    for n, (name, lines) in enumerate(streams):
         out[name] = digest_stream(lines, PRESETS[(n * 3 + 1) % len(PRESETS)])
+    for n, (name, lines) in enumerate(streams[: len(PRESETS)]):
+        out[f"fuzz/{name}"] = digest_fuzz(lines, n, fuzz)
     return out
 
 
@@ -115,6 +151,8 @@ def main() -> int:
     g.add_argument("--compare")
     args = ap.parse_args()
     sys.path.insert(0, args.root or str(HERE))
+    if args.root:
+        sys.path.append(str(HERE))  # tests.domain (the fuzz events) from this checkout
     got = run_all(args.tables, args.hands)
     if args.write:
         Path(args.write).write_text(json.dumps(got, indent=1, sort_keys=True))
