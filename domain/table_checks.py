@@ -83,7 +83,7 @@ def _check_hand_started(state: TableState, ev: Any, v: int) -> Ruling | None:
             )  # fmt: skip
     hands = [[TILE_INDEX[x] for x in h] for h in ev.hands]
     counts = counts_of(hands)
-    bad = over_four(counts)
+    bad = over_four(counts) if max(counts) > 4 else []
     if bad:
         return make(
             v, "tile_count",
@@ -93,8 +93,10 @@ def _check_hand_started(state: TableState, ev: Any, v: int) -> Ruling | None:
         )  # fmt: skip
     if ev.wall is not None:
         wall = [TILE_INDEX[x] for x in ev.wall]
-        total = counts_of([*hands, wall])
-        bad = not_full_set(total)
+        total = list(counts)
+        for k in wall:
+            total[k] += 1
+        bad = not_full_set(total) if min(total) != 4 or max(total) != 4 else []
         if bad:
             return make(
                 v, "tile_count",
