@@ -177,9 +177,12 @@ def _discard_rules(
 def _check_discard(state: TableState, hs: HandState, rules: Rules, ev: Any, v: int) -> Ruling | None:
     assert isinstance(ev, TileDiscarded)
     tile = TILE_INDEX[ev.tile]
-    return _discard_structure(state, hs, ev.seat, tile, v) or _discard_rules(
-        state, hs, rules, ev.seat, tile, v
-    )
+    r = _discard_structure(state, hs, ev.seat, tile, v)
+    if r is not None:
+        return r
+    if hs.liang_dao[ev.seat] is None and not rules.liang_dao_forbid_feeding:
+        return None  # the usual discard: neither a 亮倒 lock nor a feeding rule applies
+    return _discard_rules(state, hs, rules, ev.seat, tile, v)
 
 
 def _check_liang_dao(state: TableState, hs: HandState, rules: Rules, ev: Any, v: int) -> Ruling | None:
