@@ -44,6 +44,7 @@ _SEVEN_PAIRS_IDS = ("qi_dui", "long_qi_dui", "shuang_long_qi_dui", "san_long_qi_
 _SEVEN_PAIRS_X = (4, 8, 16, 32)
 _SUIT_NAMES = ("筒 (p)", "条 (s)")
 FIVE_P, FIVE_S = 4, 13
+_KA_WU = {FIVE_P: Group("seq", FIVE_P - 1), FIVE_S: Group("seq", FIVE_S - 1)}  # 4-5-6 around the 5
 
 
 def _format_tiles(k: int, n: int) -> str:
@@ -224,7 +225,7 @@ def standard_hits(sit: WinSituation, rules: Rules, d: Decomposition) -> list[Pat
             )
         )
 
-    if win in (FIVE_P, FIVE_S) and Group("seq", win - 1) in d.sets:
+    if win in (FIVE_P, FIVE_S) and _KA_WU[win] in d.sets:
         five = name(win)
         hits.append(PatternHit(id="ka_wu_xing", x=2, detail=f"{five} in 4-5-6{five[1]}"))
 

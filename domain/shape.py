@@ -245,17 +245,22 @@ def decompositions(counts: Sequence[int]) -> list[Decomposition]:
                     continue
                 nxt.append((sp_pair if sp_pair >= 0 else pair, groups + sp_sets))
         combos = nxt
-    out = [Decomposition(pair, tuple(sorted(groups, key=_by_tile))) for pair, groups in combos if pair >= 0]
-    out.sort(key=lambda d: (d.pair, [_by_tile(g) for g in d.sets]))
+    # each part's sets are sorted already and the parts' kinds do not overlap: the sets are sorted
+    out = [Decomposition(pair, groups) for pair, groups in combos if pair >= 0]
+    if len(out) > 1:
+        out.sort(key=lambda d: (d.pair, [_by_tile(g) for g in d.sets]))
     return out
 
 
 @lru_cache(maxsize=8192)
 def _part_splits(v: tuple[int, ...], base: int) -> tuple[tuple[int, tuple[Group, ...]], ...]:
     """:func:`_suit_splits` of one part (筒 at 0, 条 at 9, dragons at 18) with absolute kinds:
-    (pair kind or -1, sets)."""
+    (pair kind or -1, sets sorted by their lowest tile, then ``seq`` before ``tri``)."""
     return tuple(
-        (base + pair if pair >= 0 else -1, tuple(Group(kind, base + off) for kind, off in sets))
+        (
+            base + pair if pair >= 0 else -1,
+            tuple(sorted((Group(kind, base + off) for kind, off in sets), key=_by_tile)),
+        )
         for pair, sets in _suit_splits(v, base < 18)
     )
 
