@@ -1,7 +1,9 @@
 """The one place the service meets the rules engine (``domain.engine``): swap the engine here.
 
-The store calls :meth:`Engine.step` for every event it is asked to append, with the table's state
-after the previous event, and stores the new state as the table's snapshot. ``Verdict`` is what
+The store calls :meth:`Engine.pin` on every event before it is canonicalised, hashed and stored
+(a ``table_opened`` is stored with its rules fully resolved), then :meth:`Engine.step` for every
+event it is asked to append, with the table's state after the previous event, and stores the new
+state as the table's snapshot. ``Verdict`` is what
 the store needs from a step: the next state, whether the event may be stored, and the ruling as
 JSON (stored in ``events.ruling`` for recorded violations, answered in the 422 for refused ones).
 """
@@ -13,7 +15,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from domain.events import Event
+from domain.events import Event, TableOpened
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +29,8 @@ class Engine(Protocol):
     name: str
 
     def initial(self) -> Any: ...
+
+    def pin(self, event: Event) -> Event: ...
 
     def step(self, state: Any, event: Event) -> Verdict: ...
 
@@ -57,6 +61,21 @@ class DomainEngine:
 
     def initial(self) -> Any:
         return self._engine.initial()
+
+    def pin(self, event: Event) -> Event:
+        """The event as it is stored: a ``table_opened`` with its rules pinned (every resolved
+        option, the preset name kept; RULES.md), so a replay gives the same rulings forever even if
+        a preset's definition changes. Rules that do not resolve are left as sent: the step refuses
+        the event (``bad_rules``, naming the field)."""
+        if type(event) is not TableOpened:
+            return event
+        from domain.rules import RulesError
+
+        try:
+            pinned: Event = self._engine.pin_rules(event)
+        except RulesError:
+            return event
+        return pinned
 
     def step(self, state: Any, event: Event) -> Verdict:
         new_state, ruling, accepted = self._engine.step(state, event)

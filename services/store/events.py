@@ -129,6 +129,11 @@ class EventStore:
     def append(
         self, tenant: str, table_id: str, expected_version: int | None, events: Sequence[Event]
     ) -> AppendResult:
+        # The stored form: a table_opened carries its rules pinned (every resolved option). The hash,
+        # the stored body and the idempotency check are all over the pinned event, so re-sending
+        # the original (unpinned) batch is recognised as a replay.
+        pin = self.engine.pin
+        events = [pin(e) for e in events]
         canon = [canonical_bytes(e) for e in events]
         seen: dict[str, int] = {}
         for i, e in enumerate(events):

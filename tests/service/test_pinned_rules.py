@@ -1,0 +1,127 @@
+"""A table pins its fully resolved rules when it is opened (RULES.md): the store keeps, hashes and
+returns the pinned ``table_opened``, so a replay years later gives the same rulings and
+settlements even after a preset's definition changes."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import msgspec
+import pytest
+
+from domain import engine, rules
+from domain.events import TableOpened, canonical_bytes, convert
+from domain.events import decode as decode_event
+from services.store import chain
+from services.store.events import EventStore
+from tests.service.streams import legal_table
+
+pytestmark = pytest.mark.db
+
+
+def new_table() -> str:
+    return "pin-" + uuid.uuid4().hex[:12]
+
+
+def stored_events(store: EventStore, table: str) -> list[Any]:
+    return [decode_event(s.body) for s in store.read_table(table, 0, 10_000)]
+
+
+@pytest.fixture()
+def store(container: Any) -> EventStore:
+    return container.store  # type: ignore[no-any-return]
+
+
+def test_the_stored_table_opened_carries_every_resolved_option(store: EventStore) -> None:
+    wire = legal_table(31, hands=2)
+    assert wire[0]["rules"] == {"preset": "default"}  # the client sends a preset name only
+    table = new_table()
+    store.append("acme", table, 0, [convert(e) for e in wire])
+    first = stored_events(store, table)[0]
+    assert isinstance(first, TableOpened)
+    assert set(first.rules) == {"preset", *rules.OPTION_NAMES}
+    assert first.rules == rules.to_dict(rules.resolve({"preset": "default"}))
+    assert first.rules["preset"] == "default"
+    # the hash chain is over the pinned bytes: the stored head verifies from the pinned events
+    h = chain.genesis(table)
+    for event in stored_events(store, table):
+        h = chain.link_event(h, event)
+    head = store.head(table)
+    assert head is not None and head.last_hash == h
+
+
+def test_resending_the_unpinned_batch_is_idempotent(store: EventStore) -> None:
+    wire = legal_table(32, hands=2)
+    table = new_table()
+    first = store.append("acme", table, 0, [convert(e) for e in wire])
+    again = store.append("acme", table, 0, [convert(e) for e in wire])
+    store.cache.clear()  # through the locked path too
+    unchecked = store.append("acme", table, None, [convert(e) for e in wire[:5]])
+    assert again.replayed and again.body() == first.body()
+    assert unchecked.replayed and (unchecked.first_version, unchecked.version) == (1, 5)
+    assert len(store.read_table(table, 0, 10_000)) == len(wire)
+
+
+def test_a_fold_of_the_stored_events_equals_the_fold_of_the_original(store: EventStore) -> None:
+    wire = legal_table(33, hands=3)
+    table = new_table()
+    store.append("acme", table, 0, [convert(e) for e in wire])
+    original = engine.fold([convert(e) for e in wire])
+    replayed = engine.fold(stored_events(store, table))
+    assert replayed.settlements and replayed.settlements == original.settlements
+    assert (replayed.rules, replayed.coins, replayed.version) == (
+        original.rules,
+        original.coins,
+        original.version,
+    )
+    # only the rules as written differ: the stored event spells out what the preset meant
+    assert msgspec.structs.replace(replayed, rules_spec={}) == msgspec.structs.replace(
+        original, rules_spec={}
+    )
+    # stored bodies are the pinned events, byte for byte
+    pinned = [engine.pin_rules(e) if isinstance(e, TableOpened) else e for e in (convert(w) for w in wire)]
+    assert [canonical_bytes(e) for e in stored_events(store, table)] == [canonical_bytes(e) for e in pinned]
+
+
+def test_a_replay_after_a_preset_changes_gives_the_same_settlement(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wire = legal_table(34, hands=3)
+    table = new_table()
+    store.append("acme", table, 0, [convert(e) for e in wire])
+    before = engine.fold(stored_events(store, table))
+    assert before.settlements
+    monkeypatch.setitem(rules.PRESETS, "default", {"service_fee": 3, "cap": None})
+    after = engine.fold(stored_events(store, table))
+    assert after.settlements == before.settlements and after.coins == before.coins
+    assert after.house == before.house == 0
+    # the point of pinning: the unpinned original now folds differently (a house fee every hand)
+    changed = engine.fold([convert(e) for e in wire])
+    assert changed.house > 0 and changed.coins != before.coins
+
+
+def test_rules_that_do_not_resolve_are_a_422_naming_the_field(
+    client: Any, platform: dict[str, str], table_id: str
+) -> None:
+    wire = legal_table(35, hands=1)
+    wire[0] = dict(wire[0], rules={"preset": "default", "cap": "lots"})
+    answer = client.post(f"/v1/tables/{table_id}/events", json={"events": wire[:3]}, headers=platform)
+    assert answer.status_code == 422, answer.text
+    body = answer.json()
+    assert (body["error"], body["rule"], body["index"]) == ("illegal_event", "bad_rules", 0)
+    assert body["detail"]["field"] == "rules.cap"
+
+
+def test_get_events_returns_the_pinned_table_opened(
+    client: Any, platform: dict[str, str], table_id: str
+) -> None:
+    wire = legal_table(36, hands=1)
+    answer = client.post(f"/v1/tables/{table_id}/events", json={"events": wire}, headers=platform)
+    assert answer.status_code == 201, answer.text
+    page = client.get(f"/v1/tables/{table_id}/events?limit=3", headers=platform).json()
+    opened = page["events"][0]["event"]
+    assert opened["rules"] == rules.to_dict(rules.resolve({"preset": "default"}))
+    assert {k: v for k, v in opened.items() if k != "rules"} == {
+        k: v for k, v in msgspec.to_builtins(convert(wire[0])).items() if k != "rules"
+    }
