@@ -66,6 +66,10 @@ class BatchTooLarge(ServiceError):
     status, code = 413, "batch_too_large"
 
 
+class UnsupportedMediaType(ServiceError):
+    status, code = 415, "unsupported_media_type"
+
+
 class IllegalEvent(ServiceError):
     """The engine refused an event: ``index`` in the batch, ``rule`` (the ruling code), ``message``."""
 

@@ -9,10 +9,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from services.bootstrap import Container
-from services.errors import Forbidden, InvalidTableId, Unauthorized
+from services.errors import Forbidden, InvalidTableId, Malformed, Unauthorized
 from services.store.keys import Principal
 
 TABLE_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_BIGINT = 2**63 - 1  # PostgreSQL bigint: the bound of every position / entry number in a query
 
 bearer = HTTPBearer(auto_error=False, description="an API key from `kwx keys create`")
 
@@ -46,3 +47,20 @@ def check_table_id(table_id: str) -> str:
 def require_role(principal: Principal, *roles: str) -> None:
     if principal.role not in roles:
         raise Forbidden(f"role {principal.role!r} may not do this (needs {' or '.join(roles)})")
+
+
+def check_player_id(player_id: str) -> str:
+    """A player id as events carry it (1–64 characters, no NUL): anything else can have no stats."""
+    if not 1 <= len(player_id) <= 64 or "\x00" in player_id:
+        raise Malformed("player_id: 1–64 characters, no NUL", field="player_id")
+    return player_id
+
+
+def check_preset(preset: str | None) -> str | None:
+    """``?preset=``: one of the presets of RULES.md (an unknown name is a typo, not an empty answer)."""
+    from domain.rules import PRESETS
+
+    if preset is not None and preset not in PRESETS:
+        known = ", ".join(PRESETS)
+        raise Malformed(f"unknown preset {preset[:64]!r}: expected one of {known}", field="preset")
+    return preset

@@ -22,6 +22,7 @@ from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Respons
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from services.api import schemas
 from services.api.deps import check_table_id, get_container, get_principal, require_role
 from services.bootstrap import Container
 from services.errors import Forbidden, Malformed, NotFound
@@ -66,7 +67,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             runner.stop()
 
 
-router = APIRouter(prefix="/v1/tables", tags=["read"], lifespan=lifespan)
+router = APIRouter(
+    prefix="/v1/tables",
+    tags=["read"],
+    lifespan=lifespan,
+    responses=schemas.error_responses(401, 403, 404, 422, 503),  # type: ignore[arg-type]
+)
 
 
 def _json(body: Any) -> Response:

@@ -59,3 +59,21 @@ class Health(BaseModel):
     status: str
     database: str
     engine: str
+
+
+ERROR_STATUSES: dict[int, str] = {
+    400: "bad_request: the body is not JSON, or a bad Content-Length",
+    401: "unauthorized: no `Authorization: Bearer KEY`, or an unknown or revoked key",
+    403: "forbidden: the key's role may not do this, or the table belongs to another tenant",
+    404: "not_found: no such table, hand, player or route",
+    409: "version_conflict (with current_version) or id_conflict",
+    413: "payload_too_large or batch_too_large",
+    415: "unsupported_media_type: the body is not sent as application/json",
+    422: "malformed (with field), invalid_table_id, or illegal_event (index, rule, message)",
+    503: "unavailable: the database is busy or unreachable; retry",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for these error statuses, all in the one error format (ErrorBody)."""
+    return {s: {"model": ErrorBody, "description": ERROR_STATUSES[s]} for s in statuses}

@@ -29,12 +29,24 @@ from projections.schema import (
     player_stats,
 )
 from projections.sql import fetch
-from services.api.deps import get_container, get_principal, require_role
+from services.api import schemas
+from services.api.deps import (
+    MAX_BIGINT,
+    check_player_id,
+    check_preset,
+    get_container,
+    get_principal,
+    require_role,
+)
 from services.bootstrap import Container
 from services.errors import Malformed, NotFound
 from services.store.keys import Principal
 
-router = APIRouter(prefix="/v1", tags=["stats"])
+router = APIRouter(
+    prefix="/v1",
+    tags=["stats"],
+    responses=schemas.error_responses(401, 403, 404, 422, 503),  # type: ignore[arg-type]
+)
 _encoder = msgspec.json.Encoder()
 _ALL_ROLES = ("platform", "support", "dashboard")
 SORTABLE = ("net_coins", "wins", "hands_played", "max_multiplier", "sum_payable", "coins_won")
@@ -79,6 +91,8 @@ def player_statistics(
     preset: Annotated[str | None, Query(description="only this preset")] = None,
 ) -> Response:
     require_role(principal, *_ALL_ROLES)
+    check_player_id(player_id)
+    check_preset(preset)
     cols = [player_stats.c.preset, *[player_stats.c[n] for n in STAT_COUNTERS], player_stats.c.max_multiplier]
     where = [player_stats.c.tenant == principal.tenant, player_stats.c.player_id == player_id]
     pwhere = [player_patterns.c.tenant == principal.tenant, player_patterns.c.player_id == player_id]
@@ -126,10 +140,11 @@ def player_ledger(
     player_id: str,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
-    after: Annotated[int, Query(ge=0, description="entries after this entry number (seq)")] = 0,
+    after: Annotated[int, Query(ge=0, le=MAX_BIGINT, description="entries after this entry number")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Response:
     require_role(principal, *_ALL_ROLES)
+    check_player_id(player_id)
     e = ledger_entries.c
     kind = "house" if player_id == "house" else "player"
     with container.pool.connection() as conn:
@@ -196,6 +211,7 @@ def leaderboard(
     require_role(principal, *_ALL_ROLES)
     if by not in SORTABLE:
         raise Malformed(f"by must be one of {', '.join(SORTABLE)}", field="by")
+    check_preset(preset)
     from sqlalchemy import func
 
     s = player_stats.c
@@ -227,7 +243,7 @@ def leaderboard(
 def discrepancy_feed(
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
-    after: Annotated[int, Query(ge=0, description="feed position: entries after this")] = 0,
+    after: Annotated[int, Query(ge=0, le=MAX_BIGINT, description="feed position: entries after this")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Response:
     require_role(principal, "support", "platform")

@@ -14,7 +14,15 @@ from domain.events import Event
 from services.api import schemas
 from services.api.deps import check_table_id, get_container, get_principal, require_role
 from services.bootstrap import Container
-from services.errors import BadRequest, BatchTooLarge, Forbidden, Malformed, NotFound, PayloadTooLarge
+from services.errors import (
+    BadRequest,
+    BatchTooLarge,
+    Forbidden,
+    Malformed,
+    NotFound,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
 from services.store.keys import Principal
 
 router = APIRouter(prefix="/v1/tables", tags=["tables"])
@@ -30,17 +38,20 @@ class AppendBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 _decoder = msgspec.json.Decoder(AppendBody)
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": schemas.ErrorBody, "description": text}
-    for code, text in [
-        (401, "missing or unknown API key"),
-        (403, "wrong role, or another tenant's table"),
-        (404, "no such table"),
-        (409, "version_conflict (with current_version) or id_conflict"),
-        (413, "body or batch too large"),
-        (422, "illegal_event (index, rule, message) or malformed input (field)"),
-    ]
-}
+_READ_ERRORS = schemas.error_responses(401, 403, 404, 422, 503)
+_APPEND_ERRORS = schemas.error_responses(400, 401, 403, 409, 413, 415, 422, 503)
+
+
+def check_content_type(request: Request) -> None:
+    """The body is JSON: a declared Content-Type must say so (none at all is taken as JSON)."""
+    declared = request.headers.get("content-type")
+    if declared is None:
+        return
+    media = declared.split(";", 1)[0].strip().lower()
+    if media != "application/json" and not (media.startswith("application/") and media.endswith("+json")):
+        raise UnsupportedMediaType(
+            f"Content-Type {declared[:100]!r}: send the body as application/json", field="content-type"
+        )
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -107,7 +118,7 @@ def _nul_path(value: Any, path: str) -> str | None:
     summary="Append events to a table, atomically",
     status_code=201,
     response_model=schemas.AppendResponse,
-    responses=_ERRORS,  # type: ignore[arg-type]
+    responses=_APPEND_ERRORS,  # type: ignore[arg-type]
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -125,6 +136,7 @@ async def append_events(
     structlog.contextvars.bind_contextvars(table_id=table_id)
     require_role(principal, "platform")
     settings = container.settings
+    check_content_type(request)
     raw = await read_body(request, settings.max_body_bytes)
     body = decode_append(raw)
     if len(body.events) > settings.max_batch:
@@ -149,7 +161,14 @@ async def append_events(
     operation_id="tables-read_events",
     summary="Read a table's stored events in version order",
     response_model=schemas.EventsPage,
-    responses=_ERRORS,  # type: ignore[arg-type]
+    responses={
+        **_READ_ERRORS,
+        200: {
+            "description": "a page of events; with `Accept: application/x-ndjson`, every event after "
+            "`after` as JSON lines (one StoredEvent each), without paging",
+            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+        },
+    },  # type: ignore[arg-type]
 )
 def read_events(
     table_id: str,
