@@ -199,9 +199,21 @@ def to_builtins(event: Event) -> dict[str, Any]:
     return out
 
 
+_canonical_encoder = msgspec.json.Encoder(order="sorted")
+
+
 def canonical_bytes(event: Event) -> bytes:
     """The canonical JSON of an event: keys sorted, no whitespace, defaults omitted only where
-    the wire omits them. The hash chain and the idempotency check are over these bytes."""
+    the wire omits them. The hash chain and the idempotency check are over these bytes.
+
+    msgspec's ``order="sorted"`` sorts struct fields (by their wire names) and dict keys at every
+    level, which is byte-identical to sorting ``to_builtins(event)`` recursively
+    (:func:`canonical_bytes_reference`; tests/domain/test_canonical_bytes.py), ≈ 7× faster."""
+    return _canonical_encoder.encode(event)
+
+
+def canonical_bytes_reference(event: Event) -> bytes:
+    """The original definition of :func:`canonical_bytes` (kept as its reference)."""
     return _encoder.encode(_sorted(msgspec.to_builtins(event)))
 
 

@@ -17,7 +17,6 @@ the chains of events stored before.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 import msgspec
 
@@ -42,15 +41,7 @@ def canonical_json(text: str | bytes) -> bytes:
         value = msgspec.json.decode(text)
     except msgspec.DecodeError:
         return b""
-    return _encoder.encode(_sorted(value))
+    return _encoder.encode(value)
 
 
-def _sorted(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted(v) for v in value]
-    return value
-
-
-_encoder = msgspec.json.Encoder()
+_encoder = msgspec.json.Encoder(order="sorted")  # dict keys sorted at every level, no whitespace
