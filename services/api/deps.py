@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
@@ -14,6 +15,23 @@ from services.store.keys import Principal
 
 TABLE_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_BIGINT = 2**63 - 1  # PostgreSQL bigint: the bound of every position / entry number in a query
+
+# Path parameters as the OpenAPI document states them; the checks below enforce them (with their own
+# error codes: invalid_table_id, malformed/player_id), so these annotations only document.
+TableId = Annotated[
+    str,
+    Path(
+        description="1–64 characters of A-Za-z0-9_- (else 422 invalid_table_id)",
+        json_schema_extra={"pattern": TABLE_ID_RE.pattern, "minLength": 1, "maxLength": 64},
+    ),
+]
+PlayerId = Annotated[
+    str,
+    Path(
+        description="a player id as in table_opened (1–64 characters, no NUL), or `house`",
+        json_schema_extra={"minLength": 1, "maxLength": 64},
+    ),
+]
 
 bearer = HTTPBearer(auto_error=False, description="an API key from `kwx keys create`")
 

@@ -23,7 +23,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from services.api import schemas
-from services.api.deps import check_table_id, get_container, get_principal, require_role
+from services.api.deps import TableId, check_table_id, get_container, get_principal, require_role
 from services.bootstrap import Container
 from services.errors import Forbidden, Malformed, NotFound
 from services.logs import get_logger
@@ -149,7 +149,7 @@ def ndjson_events(container: Container, table_id: str, after: int = 0) -> Stream
 # ---------------------------------------------------------------------------------------- state
 @router.get("/{table_id}/state", operation_id="read-table_state", summary="The table after event N")
 def table_state(
-    table_id: str,
+    table_id: TableId,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
     at: Annotated[int | None, Query(ge=1, description="event version (default: the latest)")] = None,
@@ -232,7 +232,7 @@ def _derivation(settlement: Any, events: dict[int, Any]) -> dict[str, Any]:
     summary="A hand's settlement with its derivation; ?rules=PRESET (and option overrides) for what-if",
 )
 def hand_settlement(
-    table_id: str,
+    table_id: TableId,
     hand: int,
     request: Request,
     principal: Annotated[Principal, Depends(get_principal)],
@@ -289,7 +289,7 @@ def _find(settlements: Any, hand: int) -> Any:
 # ---------------------------------------------------------------------------------------- audit
 @router.get("/{table_id}/audit", operation_id="read-table_audit", summary="Every ruling on the table")
 async def table_audit(
-    table_id: str,
+    table_id: TableId,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
     accept_language: Annotated[str | None, Header()] = None,

@@ -32,6 +32,7 @@ from projections.sql import fetch
 from services.api import schemas
 from services.api.deps import (
     MAX_BIGINT,
+    PlayerId,
     check_player_id,
     check_preset,
     get_container,
@@ -85,7 +86,7 @@ def _lag(container: Container) -> dict[str, Any]:
 
 @router.get("/players/{player_id}/stats", operation_id="stats-player_stats", summary="A player's statistics")
 def player_statistics(
-    player_id: str,
+    player_id: PlayerId,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
     preset: Annotated[str | None, Query(description="only this preset")] = None,
@@ -137,7 +138,7 @@ def player_statistics(
     "/players/{player_id}/ledger", operation_id="stats-player_ledger", summary="A player's coin ledger"
 )
 def player_ledger(
-    player_id: str,
+    player_id: PlayerId,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
     after: Annotated[int, Query(ge=0, le=MAX_BIGINT, description="entries after this entry number")] = 0,

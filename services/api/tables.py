@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from domain.events import Event
 from services.api import schemas
-from services.api.deps import check_table_id, get_container, get_principal, require_role
+from services.api.deps import TableId, check_table_id, get_container, get_principal, require_role
 from services.bootstrap import Container
 from services.errors import (
     BadRequest,
@@ -127,7 +127,7 @@ def _nul_path(value: Any, path: str) -> str | None:
     },
 )
 async def append_events(
-    table_id: str,
+    table_id: TableId,
     request: Request,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
@@ -171,7 +171,7 @@ async def append_events(
     },  # type: ignore[arg-type]
 )
 def read_events(
-    table_id: str,
+    table_id: TableId,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
     after: Annotated[int, Query(ge=0, le=MAX_VERSION, description="versions greater than this")] = 0,
