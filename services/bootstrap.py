@@ -51,5 +51,7 @@ def bootstrap(settings: Settings | None = None, *, url: str | None = None, migra
     engine = load_engine()
     store = EventStore(pool, engine, snapshot_every=settings.snapshot_every)
     container = Container(settings, url, pool, engine, store, KeyStore(pool))
-    container.extras["projector_background"] = settings.projector
+    # The app's lifespan runs the projector as a thread unless KWX_PROJECTOR=off; `kwx serve` with
+    # KWX_PROJECTOR=on (the default) runs it as a child process instead and turns this off.
+    container.extras["projector_background"] = settings.projector != "off"
     return container

@@ -10,7 +10,7 @@
 | ``KWX_MAX_BATCH`` | ``1000`` | most events in one append (413 beyond) |
 | ``KWX_SNAPSHOT_EVERY`` | ``50`` | write the table's state snapshot when it is this many events old |
 | ``KWX_LOG_LEVEL`` | ``info`` | structlog level |
-| ``KWX_PROJECTOR`` | ``on`` | ``off``: do not run the projections' background projector in this process |
+| ``KWX_PROJECTOR`` | ``on`` | ``on``: child process of ``kwx serve``; ``thread``: in-process; ``off``: none |
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Settings:
     max_batch: int = 1000
     snapshot_every: int = 50
     log_level: str = "info"
-    projector: bool = True
+    projector: str = "on"  # "on" (child process of kwx serve) | "thread" | "off"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -45,5 +45,17 @@ class Settings:
             max_batch=int(env.get("KWX_MAX_BATCH") or 1000),
             snapshot_every=int(env.get("KWX_SNAPSHOT_EVERY") or 50),
             log_level=(env.get("KWX_LOG_LEVEL") or "info").lower(),
-            projector=(env.get("KWX_PROJECTOR") or "on").lower() not in ("off", "0", "false", "no"),
+            projector=projector_mode(env.get("KWX_PROJECTOR") or "on"),
         )
+
+
+def projector_mode(value: str) -> str:
+    """``KWX_PROJECTOR`` → ``"on"`` | ``"thread"`` | ``"off"`` (1/true/yes and 0/false/no accepted)."""
+    mode = value.strip().lower()
+    if mode in ("on", "1", "true", "yes", "process"):
+        return "on"
+    if mode in ("off", "0", "false", "no"):
+        return "off"
+    if mode == "thread":
+        return "thread"
+    raise ValueError(f"KWX_PROJECTOR={value!r}: expected on, thread or off")

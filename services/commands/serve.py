@@ -30,9 +30,27 @@ def run(args: argparse.Namespace) -> int:
     # uvicorn re-raises SIGTERM after its graceful shutdown; with Python's default handler the
     # process would die without running atexit, leaving the embedded PostgreSQL running.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    child = None
+    if settings.projector == "on":  # the projector in a process of its own (services/projector_process.py)
+        from services.projector_process import ProjectorProcess
+
+        container.extras["projector_background"] = False  # no projector thread in this process
+        child = ProjectorProcess(container.database_url)
+        child.start()
+    print(f"kwx: projector: {_projector_line(settings.projector, child)}", flush=True)
     try:
         uvicorn.run(create_app(settings, container), host=args.host, port=args.port, access_log=False,
                     log_level="warning")  # fmt: skip
     finally:
+        if child is not None:
+            child.stop()
         container.close()
     return 0
+
+
+def _projector_line(mode: str, child: object) -> str:
+    if mode == "on":
+        return f"child process {getattr(getattr(child, 'proc', None), 'pid', '?')} (kwx projections follow)"
+    if mode == "thread":
+        return "a thread in this process (KWX_PROJECTOR=thread)"
+    return "off (KWX_PROJECTOR=off: run `kwx projections follow` to keep the read models current)"

@@ -1,0 +1,101 @@
+"""The projector as a child process of ``kwx serve`` (``KWX_PROJECTOR=on``, the default).
+
+The projector folds every ingested event through the engine again (projections/). In the server's
+own process it competed with the request handlers for the GIL; as ``kwx projections follow`` in a
+process of its own it only shares the machine's cores. ``kwx serve`` starts it after migrating,
+restarts it if it dies (with a growing pause, at most 30 s), and stops it (SIGINT: the child
+closes its pool and, on the embedded server, its handle) when the server stops. On Linux the
+child also gets SIGINT if the server dies without stopping it (``PR_SET_PDEATHSIG``), so it never
+outlives the server. It runs in its own session, so a Ctrl-C in the terminal reaches the server,
+which then stops the child itself.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+from services.logs import get_logger
+
+log = get_logger("kwx.projector_process")
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
+class ProjectorProcess:
+    """Runs and supervises ``kwx projections follow`` against ``database_url``."""
+
+    def __init__(self, database_url: str, *, env: dict[str, str] | None = None) -> None:
+        self.database_url = database_url
+        self.env = dict(os.environ if env is None else env)
+        self.env["DATABASE_URL"] = database_url
+        self.env["KWX_PROJECTOR"] = "off"  # the child is the projector; it starts no other
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "services.cli", "projections", "follow"]
+
+    def start(self) -> None:
+        self._spawn()
+        self._thread = threading.Thread(target=self._supervise, name="kwx-projector-supervisor", daemon=True)
+        self._thread.start()
+
+    def _spawn(self) -> None:
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            self.proc = subprocess.Popen(
+                self.command,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            )
+            self.starts += 1
+            log.info("projector_process_started", pid=self.proc.pid, starts=self.starts)
+
+    def _supervise(self) -> None:
+        pause = 1.0
+        while not self._stopping.is_set():
+            proc = self.proc
+            if proc is None:
+                return
+            code = proc.wait()
+            if self._stopping.is_set():
+                return
+            log.warning("projector_process_exited", pid=proc.pid, code=code, restart_in=pause)
+            if self._stopping.wait(pause):
+                return
+            pause = min(pause * 2, 30.0)
+            self._spawn()
+
+    def stop(self, timeout: float = 15.0) -> None:
+        with self._lock:
+            self._stopping.set()
+            proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
