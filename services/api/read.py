@@ -193,6 +193,8 @@ def _rules_override(request: Request, preset: str | None) -> dict[str, Any] | No
             options[key] = msgspec.json.decode(raw)
         except msgspec.DecodeError:
             options[key] = raw  # a bare word: "full", "both_pay", …
+        except RecursionError:
+            raise Malformed(f"rule option {key}: nested too deeply", field=f"rules.{key}") from None
     if preset is None and not options:
         return None
     spec = {"preset": preset, **options} if preset is not None else options

@@ -86,7 +86,9 @@ def test_settlement_hand_and_rules(lenient: Any, keys: dict[str, Headers], table
                          ("cap=1e999", "rules.cap"), ("cap=" + "9" * 30, "rules.cap"),
                          ("cap=[1]", "rules.cap"), ("cap=1.5", "rules.cap"), ("maima=7", "rules.maima"),
                          ("piao=%7B%7D", "rules.piao"),
-                         ("colour=red", "colour"), ("preset=x", "preset")]:  # fmt: skip
+                         ("colour=red", "colour"), ("preset=x", "preset"),
+                         ("cap=" + "%5B" * 3000 + "%5D" * 3000, "rules.cap"),
+                         ("pin_dao=" + "%5B" * 3000, "rules.pin_dao")]:  # fmt: skip
         body = error_of(lenient.get(f"{base}/1/settlement?{query}", headers=keys["platform"]), 422)
         assert body["error"] == "malformed" and body["field"] == field, (query, body)
 
