@@ -232,19 +232,29 @@ def test_append_hostile_values(lenient: Any, keys: dict[str, Headers], table_id:
         (json.dumps({"events": wire[:1], "expected_version": 2**64 + 1}), 422),
     ]:  # fmt: skip
         error_of(_post(lenient, table_id, raw, h), status)
-    for i, event in enumerate(wire[:4]):
-        for field in event:
-            if field == "type":
-                continue
-            for value in (None, 2**64, -(2**63) - 1, 1.5, {}, [], "x" * 70):
-                batch = {"events": [*wire[:i], dict(event, **{field: value})], "expected_version": 0}
-                answer = _post(lenient, table_id, json.dumps(batch), h)
-                assert answer.status_code < 500, (event["type"], field, value, answer.text[:200])
-                if answer.status_code >= 400:
-                    assert error_of(answer)["error"] in ("malformed", "illegal_event")
-                    assert "field" in answer.json() or "index" in answer.json()
-                else:  # accepted (e.g. an optional field set to null): stored whole, then start over
-                    table_id = "hv-" + uuid.uuid4().hex[:10]
+    full = legal_table(9, 3)  # every event type but hand_exhausted / hand_aborted / ma_drawn
+    firsts = {e["type"]: i for i, e in reversed(list(enumerate(full)))}
+    for i in sorted(firsts.values()):
+        event = full[i]
+        variants = [
+            (f, v) for f in event if f != "type" for v in (None, 2**64, -(2**63) - 1, 1.5, {}, [], "x" * 70)
+        ]
+        if event["type"] == "settlement_reported":
+            line = event["transfers"][0]
+            variants += [("transfers", [dict(line, **{k: v})]) for k in ("from", "to", "amount")
+                         for v in (None, 3, -1, "bank", 1.5, 2**64, [])]  # fmt: skip
+        if event["type"] == "hand_started":
+            variants += [("hands", [["1p"] * 14, ["1p"] * 13, ["1p"] * 13]), ("hands", [[None] * 13] * 3)]
+        for field, value in variants:
+            batch = {"events": [*full[:i], dict(event, **{field: value})], "expected_version": 0}
+            answer = _post(lenient, table_id, json.dumps(batch), h)
+            assert answer.status_code < 500, (event["type"], field, value, answer.text[:200])
+            if answer.status_code >= 400:
+                assert error_of(answer)["error"] in ("malformed", "illegal_event")
+                assert "field" in answer.json() or "index" in answer.json()
+            else:  # accepted (e.g. an optional field set to null): stored whole, then start over
+                table_id = "hv-" + uuid.uuid4().hex[:10]
+    wire = legal_table(9, 1)
     mixed = [wire[0], dict(wire[1], id="other-table-event", hand=7)]
     error_of(_post(lenient, table_id, json.dumps({"events": mixed}), h), 422)
     assert lenient.get(f"/v1/tables/{table_id}/events", headers=h).status_code == 404  # nothing stored
