@@ -9,6 +9,7 @@ from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
+from domain.rules import PRESETS
 from services.bootstrap import Container
 from services.errors import Forbidden, InvalidTableId, Malformed, Unauthorized
 from services.store.keys import Principal
@@ -25,6 +26,7 @@ TableId = Annotated[
         json_schema_extra={"pattern": TABLE_ID_RE.pattern, "minLength": 1, "maxLength": 64},
     ),
 ]
+PRESET_ENUM = {"enum": list(PRESETS)}  # documents ?preset= / ?rules= (check_preset enforces it)
 PlayerId = Annotated[
     str,
     Path(
@@ -36,7 +38,13 @@ PlayerId = Annotated[
 bearer = HTTPBearer(auto_error=False, description="an API key from `kwx keys create`")
 
 
-def get_container(request: Request) -> Container:
+async def get_container(request: Request) -> Container:
+    """``async`` on purpose: FastAPI runs a plain ``def`` dependency in its thread pool (a thread hop
+    per request)."""
+    return _container_of(request)
+
+
+def _container_of(request: Request) -> Container:
     container: Container = request.app.state.container
     return container
 
@@ -47,7 +55,7 @@ async def get_principal(
 ) -> Principal:
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise Unauthorized("send Authorization: Bearer <key> (kwx keys create)")
-    keys = get_container(request).keys
+    keys = _container_of(request).keys
     known, principal = keys.cached(credentials.credentials)  # no thread hop for a cached key
     if not known:
         principal = await run_in_threadpool(keys.authenticate, credentials.credentials)
@@ -76,8 +84,6 @@ def check_player_id(player_id: str) -> str:
 
 def check_preset(preset: str | None) -> str | None:
     """``?preset=``: one of the presets of RULES.md (an unknown name is a typo, not an empty answer)."""
-    from domain.rules import PRESETS
-
     if preset is not None and preset not in PRESETS:
         known = ", ".join(PRESETS)
         raise Malformed(f"unknown preset {preset[:64]!r}: expected one of {known}", field="preset")

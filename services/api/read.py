@@ -18,12 +18,12 @@ from typing import Annotated, Any
 
 import msgspec
 import structlog
-from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from services.api import schemas
-from services.api.deps import TableId, check_table_id, get_container, get_principal, require_role
+from services.api.deps import PRESET_ENUM, TableId, check_table_id, get_container, get_principal, require_role
 from services.bootstrap import Container
 from services.errors import Forbidden, Malformed, NotFound
 from services.logs import get_logger
@@ -235,11 +235,13 @@ def _derivation(settlement: Any, events: dict[int, Any]) -> dict[str, Any]:
 )
 def hand_settlement(
     table_id: TableId,
-    hand: int,
+    hand: Annotated[int, Path(ge=1, description="the hand's number (1, 2, …)")],
     request: Request,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
-    rules: Annotated[str | None, Query(description="another preset, e.g. xiangyang")] = None,
+    rules: Annotated[
+        str | None, Query(description="another preset, e.g. xiangyang", json_schema_extra=PRESET_ENUM)
+    ] = None,
 ) -> Response:
     head = _table(container, principal, table_id, "platform", "support")
     override = _rules_override(request, rules)

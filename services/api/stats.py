@@ -32,6 +32,7 @@ from projections.sql import fetch
 from services.api import schemas
 from services.api.deps import (
     MAX_BIGINT,
+    PRESET_ENUM,
     PlayerId,
     check_player_id,
     check_preset,
@@ -89,7 +90,9 @@ def player_statistics(
     player_id: PlayerId,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
-    preset: Annotated[str | None, Query(description="only this preset")] = None,
+    preset: Annotated[
+        str | None, Query(description="only this preset", json_schema_extra=PRESET_ENUM)
+    ] = None,
 ) -> Response:
     require_role(principal, *_ALL_ROLES)
     check_player_id(player_id)
@@ -205,8 +208,12 @@ def player_ledger(
 def leaderboard(
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
-    by: Annotated[str, Query(description=f"one of {', '.join(SORTABLE)}")] = "net_coins",
-    preset: Annotated[str | None, Query()] = None,
+    by: Annotated[
+        str, Query(description="the counter to rank by", json_schema_extra={"enum": list(SORTABLE)})
+    ] = "net_coins",
+    preset: Annotated[
+        str | None, Query(description="only this preset", json_schema_extra=PRESET_ENUM)
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> Response:
     require_role(principal, *_ALL_ROLES)

@@ -76,9 +76,9 @@ def test_unknown_and_odd_tables(lenient: Any, keys: dict[str, Headers]) -> None:
 
 def test_settlement_hand_and_rules(lenient: Any, keys: dict[str, Headers], table: str) -> None:
     base = f"/v1/tables/{table}/hands"
-    for hand in ("0", "-1", "99999999999999999999", str(2**63)):
+    for hand in ("99", "99999999999999999999", str(2**63)):
         assert error_of(lenient.get(f"{base}/{hand}/settlement", headers=keys["platform"]), 404)
-    for hand in ("abc", "1.5", "%20", "1e3"):
+    for hand in ("0", "-1", "abc", "1.5", "%20", "1e3"):
         body = error_of(lenient.get(f"{base}/{hand}/settlement", headers=keys["platform"]), 422)
         assert body["field"] == "path.hand"
     for query, field in [("rules=garbage", "rules.preset"), ("rules=", "rules.preset"),
