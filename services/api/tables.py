@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any
 
 import msgspec
 import structlog
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from msgspec import Meta
-from starlette.concurrency import run_in_threadpool
 
 from domain.events import Event
 from services.api import schemas
@@ -29,6 +30,7 @@ router = APIRouter(prefix="/v1/tables", tags=["tables"])
 
 MAX_VERSION = 2**62
 _encoder = msgspec.json.Encoder()
+_APPEND_THREADS = ThreadPoolExecutor(max_workers=40, thread_name_prefix="kwx-append")  # threads start on use
 
 
 class AppendBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -143,8 +145,11 @@ async def append_events(
         raise BatchTooLarge(
             f"{len(body.events)} events in one batch; at most {settings.max_batch}", limit=settings.max_batch
         )
-    result = await run_in_threadpool(
-        container.store.append, principal.tenant, table_id, body.expected_version, body.events
+    # A plain executor, not anyio's run_in_threadpool (≈ 0.1 ms of bookkeeping per call in the
+    # event loop's thread); up to 40 appends at once, as anyio's default limiter allowed.
+    store, tenant = container.store, principal.tenant
+    result = await asyncio.get_running_loop().run_in_executor(
+        _APPEND_THREADS, store.append, tenant, table_id, body.expected_version, body.events
     )
     # The outcome rides on the request's one access line (services.api.app.RequestContext).
     structlog.contextvars.bind_contextvars(
