@@ -14,12 +14,39 @@ class ErrorBody(BaseModel):
     message: str
 
 
+def _event_schema() -> dict[str, Any]:
+    """The JSON Schema of one event, from the domain's own msgspec types (what the append decodes
+    with), its ``$ref``s inlined so it can sit anywhere in the OpenAPI document."""
+    import msgspec
+
+    from domain.events import Event
+
+    whole = msgspec.json.schema(Event)
+    defs = whole.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return inline(defs[node["$ref"].rsplit("/", 1)[1]])
+            return {k: inline(v) for k, v in node.items() if k != "discriminator"}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    return inline(whole)  # type: ignore[no-any-return]
+
+
 class AppendRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     expected_version: int | None = Field(
-        default=None, ge=0, description="the table's current version (0 for a new table); null: no check"
+        default=None,
+        ge=0,
+        le=2**62,
+        description="the table's current version (0 for a new table); null: no check",
     )
-    events: list[dict[str, Any]] = Field(min_length=1, description="events as in CONTRACT.md §1")
+    events: list[dict[str, Any]] = Field(
+        min_length=1, description="events as in CONTRACT.md §1", json_schema_extra={"items": _event_schema()}
+    )
 
 
 class Ruling(BaseModel):
