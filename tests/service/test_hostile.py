@@ -258,3 +258,30 @@ def test_append_hostile_values(lenient: Any, keys: dict[str, Headers], table_id:
     mixed = [wire[0], dict(wire[1], id="other-table-event", hand=7)]
     error_of(_post(lenient, table_id, json.dumps({"events": mixed}), h), 422)
     assert lenient.get(f"/v1/tables/{table_id}/events", headers=h).status_code == 404  # nothing stored
+
+
+def test_players_leaderboard_and_feed_stay_within_the_tenant(
+    lenient: Any, keys: dict[str, Headers], container: Any
+) -> None:
+    from domain import engine
+    from projections.projector import Projector
+
+    wire = legal_table(13, 2)
+    table_id = "hv-" + uuid.uuid4().hex[:10]
+    assert (
+        lenient.post(
+            f"/v1/tables/{table_id}/events", json={"events": wire}, headers=keys["platform"]
+        ).status_code
+        == 201
+    )
+    Projector(container.pool, container.store, engine).catch_up()
+    player = wire[0]["players"][0]
+    for route in ("stats", "ledger"):
+        assert lenient.get(f"/v1/players/{player}/{route}", headers=keys["dashboard"]).status_code == 200
+        assert error_of(lenient.get(f"/v1/players/{player}/{route}", headers=keys["stranger"]), 404)
+    ours = lenient.get("/v1/leaderboard", headers=keys["dashboard"]).json()["players"]
+    assert player in {p["player_id"] for p in ours}
+    theirs = lenient.get("/v1/leaderboard", headers=keys["stranger"]).json()["players"]
+    assert theirs == []
+    feed = lenient.get("/v1/discrepancies?limit=1000", headers=keys["stranger_support"]).json()
+    assert feed["discrepancies"] == []
