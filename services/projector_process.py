@@ -8,6 +8,11 @@ closes its pool and, on the embedded server, its handle) when the server stops. 
 child also gets SIGINT if the server dies without stopping it (``PR_SET_PDEATHSIG``), so it never
 outlives the server. It runs in its own session, so a Ctrl-C in the terminal reaches the server,
 which then stops the child itself.
+
+It runs at a lower CPU priority (``nice`` 10 by default, ``KWX_PROJECTOR_NICE``): when ingest keeps
+the cores busy the projector yields to it and falls behind, and it catches up as soon as there is
+idle time (measured in docs/operations.md, Speed). ``KWX_PROJECTOR_NICE=0`` shares the cores
+equally.
 """
 
 from __future__ import annotations
@@ -17,27 +22,35 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 
 from services.logs import get_logger
 
 log = get_logger("kwx.projector_process")
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    try:
-        import ctypes
+def _child_setup(nice: int) -> Callable[[], None]:
+    def setup() -> None:  # pragma: no cover - runs in the child between fork and exec
+        if nice:
+            os.nice(nice)
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
-        pass
+                libc = ctypes.CDLL(None, use_errno=True)
+                libc.prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG = 1
+            except (OSError, AttributeError):
+                pass
+
+    return setup
 
 
 class ProjectorProcess:
     """Runs and supervises ``kwx projections follow`` against ``database_url``."""
 
-    def __init__(self, database_url: str, *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, database_url: str, *, nice: int = 10, env: dict[str, str] | None = None) -> None:
         self.database_url = database_url
+        self.nice = max(0, nice)
         self.env = dict(os.environ if env is None else env)
         self.env["DATABASE_URL"] = database_url
         self.env["KWX_PROJECTOR"] = "off"  # the child is the projector; it starts no other
@@ -65,7 +78,7 @@ class ProjectorProcess:
                 env=self.env,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                preexec_fn=_child_setup(self.nice),
             )
             self.starts += 1
             log.info("projector_process_started", pid=self.proc.pid, starts=self.starts)

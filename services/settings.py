@@ -11,6 +11,7 @@
 | ``KWX_SNAPSHOT_EVERY`` | ``50`` | write the table's state snapshot when it is this many events old |
 | ``KWX_LOG_LEVEL`` | ``info`` | structlog level |
 | ``KWX_PROJECTOR`` | ``on`` | ``on``: child process of ``kwx serve``; ``thread``: in-process; ``off``: none |
+| ``KWX_PROJECTOR_NICE`` | ``10`` | the child projector's ``nice`` increment (0: the server's priority) |
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Settings:
     snapshot_every: int = 50
     log_level: str = "info"
     projector: str = "on"  # "on" (child process of kwx serve) | "thread" | "off"
+    projector_nice: int = 10
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -46,6 +48,7 @@ class Settings:
             snapshot_every=int(env.get("KWX_SNAPSHOT_EVERY") or 50),
             log_level=(env.get("KWX_LOG_LEVEL") or "info").lower(),
             projector=projector_mode(env.get("KWX_PROJECTOR") or "on"),
+            projector_nice=int(env.get("KWX_PROJECTOR_NICE") or 10),
         )
 
 

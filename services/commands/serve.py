@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         from services.projector_process import ProjectorProcess
 
         container.extras["projector_background"] = False  # no projector thread in this process
-        child = ProjectorProcess(container.database_url)
+        child = ProjectorProcess(container.database_url, nice=settings.projector_nice)
         child.start()
     print(f"kwx: projector: {_projector_line(settings.projector, child)}", flush=True)
     try:
@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _projector_line(mode: str, child: object) -> str:
     if mode == "on":
-        return f"child process {getattr(getattr(child, 'proc', None), 'pid', '?')} (kwx projections follow)"
+        pid = getattr(getattr(child, "proc", None), "pid", "?")
+        return f"child process {pid} (kwx projections follow, nice +{getattr(child, 'nice', 0)})"
     if mode == "thread":
         return "a thread in this process (KWX_PROJECTOR=thread)"
     return "off (KWX_PROJECTOR=off: run `kwx projections follow` to keep the read models current)"

@@ -5,8 +5,9 @@ Both in the same run, on the same embedded PostgreSQL (a fresh one in a temporar
 * **baseline**: ``COPY`` of the same events (JSON bodies pre-encoded) into a scratch table with a
   primary key, one 100-event transaction each, over one connection;
 * **kwx**: ``kwx serve`` in a subprocess (uvicorn, the real app, logs on), real HTTP with httpx,
-  every batch of 100 events decoded, rule-checked by the engine, hash-chained and COPYed in one
-  transaction; with 1 client and with 4 concurrent clients (each on its own tables).
+  every batch of 100 events decoded, rule-checked by the engine, hash-chained and stored in one
+  statement; with 1 client and with 4 concurrent clients (each on its own tables), with the
+  projector off, on (``kwx serve``'s default: a child process) and as a thread in the server.
 
 The events are simulated legal tables (``domain.simulate``), cut into 100-event batches. Prints
 events/s for each and the ratio kwx / COPY (goal: ≥ 0.5).
@@ -132,11 +133,12 @@ def bench_http(
     return sum(len(e) for e in tables), elapsed
 
 
-def start_server(url: str, projector: bool) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(url: str, projector: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``kwx serve`` with ``KWX_PROJECTOR=projector`` (on: a child process; thread; off)."""
     import httpx
 
     port = _free_port()
-    env = dict(os.environ, DATABASE_URL=url, KWX_PROJECTOR="on" if projector else "off")
+    env = dict(os.environ, DATABASE_URL=url, KWX_PROJECTOR=projector)
     env.setdefault("KWX_LOG_LEVEL", "info")
     proc = subprocess.Popen(
         [sys.executable, "-m", "services.cli", "serve", "--port", str(port)],
@@ -188,17 +190,17 @@ def run() -> None:
             copy[label] = best
             print(f"COPY into a {label} table, 100-event tx: {best:9,.0f} events/s (best of {REPEAT})")
 
-        for projector, runs in ((False, (1, 4)), (True, (4,))):
+        for projector, runs in (("off", (1, 4)), ("on", (4,)), ("thread", (4,))):
             proc, base = start_server(url, projector)
             try:
-                tag = "p" if projector else "n"
+                tag = projector[:2]
                 bench_http(base, key, tables[:4], 2, f"warm{tag}")
                 for clients in runs:
                     rates = [n / s for n, s in (bench_http(base, key, tables, clients, f"{tag}{clients}r{r}")
                                                 for r in range(REPEAT))]  # fmt: skip
                     rate = max(rates)
                     ratios = "  ".join(f"kwx/COPY {k} = {rate / v:.2f}" for k, v in copy.items())
-                    print(f"kwx HTTP, {clients} client(s), projector {'on ' if projector else 'off'}: "
+                    print(f"kwx HTTP, {clients} client(s), projector {projector:6}: "
                           f"{rate:9,.0f} events/s (best of {REPEAT})  {ratios}")  # fmt: skip
             finally:
                 stop(proc)

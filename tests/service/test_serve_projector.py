@@ -71,7 +71,7 @@ def _start(url: str, out: Path) -> tuple[subprocess.Popen[bytes], str, int]:
             return False
 
     _wait_for(healthy, 90, "kwx serve did not answer in time")
-    found = re.search(r"projector: child process (\d+) \(kwx projections follow\)", out.read_text())
+    found = re.search(r"projector: child process (\d+) \(kwx projections follow", out.read_text())
     assert found, out.read_text()
     return serve, base, int(found.group(1))
 
