@@ -83,9 +83,13 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         codes = {404: "not_found", 405: "method_not_allowed"}
-        return _error(
-            exc.status_code, {"error": codes.get(exc.status_code, "http_error"), "message": str(exc.detail)}
+        where = f"{request.method} {request.url.path[:200]}"
+        message = {404: f"no such route: {where}", 405: f"method not allowed: {where}"}.get(
+            exc.status_code, str(exc.detail)
         )
+        headers = getattr(exc, "headers", None)  # 405 carries Allow
+        body = {"error": codes.get(exc.status_code, "http_error"), "message": message}
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(PoolTimeout)
     async def pool_timeout(request: Request, exc: PoolTimeout) -> JSONResponse:

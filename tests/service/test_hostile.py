@@ -285,3 +285,11 @@ def test_players_leaderboard_and_feed_stay_within_the_tenant(
     assert theirs == []
     feed = lenient.get("/v1/discrepancies?limit=1000", headers=keys["stranger_support"]).json()
     assert feed["discrepancies"] == []
+
+
+def test_unknown_routes_and_methods_say_which(lenient: Any, keys: dict[str, Headers], table: str) -> None:
+    missing = error_of(lenient.get("/v1/tables/x/nothing", headers=keys["support"]), 404)
+    assert missing == {"error": "not_found", "message": "no such route: GET /v1/tables/x/nothing"}
+    answer = lenient.delete(f"/v1/tables/{table}/events", headers=keys["platform"])
+    assert error_of(answer, 405)["error"] == "method_not_allowed"
+    assert "DELETE" in answer.json()["message"] and answer.headers["allow"]
