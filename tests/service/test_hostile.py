@@ -293,3 +293,17 @@ def test_unknown_routes_and_methods_say_which(lenient: Any, keys: dict[str, Head
     answer = lenient.delete(f"/v1/tables/{table}/events", headers=keys["platform"])
     assert error_of(answer, 405)["error"] == "method_not_allowed"
     assert "DELETE" in answer.json()["message"] and answer.headers["allow"]
+
+
+def test_a_key_given_twice_is_read_with_its_last_value(
+    lenient: Any, keys: dict[str, Headers], table_id: str
+) -> None:
+    """As README "Errors" says: the JSON decoder keeps the last value; what is stored (and hashed)
+    is that one event, never both readings."""
+    opened = legal_table(14, 1)[0]
+    event = json.dumps(opened)[:-1] + ', "base": 7, "base": 9}'
+    raw = '{"expected_version": 3, "events": [' + event + '], "expected_version": 0}'
+    answer = _post(lenient, table_id, raw, keys["platform"])
+    assert answer.status_code == 201, answer.text
+    stored = lenient.get(f"/v1/tables/{table_id}/events", headers=keys["platform"]).json()["events"]
+    assert [e["event"]["base"] for e in stored] == [9]
