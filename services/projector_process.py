@@ -5,7 +5,7 @@ own process it competed with the request handlers for the GIL; as ``kwx projecti
 process of its own it only shares the machine's cores. ``kwx serve`` starts it after migrating,
 restarts it if it dies (with a growing pause, at most 30 s), and stops it (SIGINT: the child
 closes its pool and, on the embedded server, its handle) when the server stops. On Linux the
-child also gets SIGINT if the server dies without stopping it (``PR_SET_PDEATHSIG``), so it never
+child gets SIGTERM if the server dies without stopping it (``PR_SET_PDEATHSIG``), so it never
 outlives the server. It runs in its own session, so a Ctrl-C in the terminal reaches the server,
 which then stops the child itself.
 
@@ -31,6 +31,9 @@ log = get_logger("kwx.projector_process")
 
 def _child_setup(nice: int) -> Callable[[], None]:
     def setup() -> None:  # pragma: no cover - runs in the child between fork and exec
+        # a server started with SIGINT ignored (a shell's background job) must not pass that on:
+        # SIGINT is how the child is asked to stop
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         if nice:
             os.nice(nice)
         if sys.platform.startswith("linux"):
@@ -38,7 +41,7 @@ def _child_setup(nice: int) -> Callable[[], None]:
                 import ctypes
 
                 libc = ctypes.CDLL(None, use_errno=True)
-                libc.prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG = 1
+                libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
             except (OSError, AttributeError):
                 pass
 
@@ -103,12 +106,14 @@ class ProjectorProcess:
             self._stopping.set()
             proc = self.proc
         if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+            for sig, wait in ((signal.SIGINT, timeout), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+                proc.send_signal(sig)
+                try:
+                    proc.wait(wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            log.info("projector_process_stopped", pid=proc.pid, code=proc.returncode)
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
