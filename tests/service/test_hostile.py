@@ -307,3 +307,23 @@ def test_a_key_given_twice_is_read_with_its_last_value(
     assert answer.status_code == 201, answer.text
     stored = lenient.get(f"/v1/tables/{table_id}/events", headers=keys["platform"]).json()["events"]
     assert [e["event"]["base"] for e in stored] == [9]
+
+
+def test_table_id_boundary_and_another_tenants_resend(lenient: Any, keys: dict[str, Headers]) -> None:
+    wire = legal_table(15, 1)[:3]
+    longest = "b" * 32 + uuid.uuid4().hex
+    assert len(longest) == 64
+    first = lenient.post(f"/v1/tables/{longest}/events", json={"events": wire}, headers=keys["platform"])
+    assert first.status_code == 201, first.text
+    too_long = lenient.post(f"/v1/tables/{longest}x/events", json={"events": wire}, headers=keys["platform"])
+    assert error_of(too_long, 422)["error"] == "invalid_table_id"
+    table_id = "hv-" + uuid.uuid4().hex[:10]
+    assert (
+        lenient.post(
+            f"/v1/tables/{table_id}/events", json={"events": wire}, headers=keys["platform"]
+        ).status_code
+        == 201
+    )
+    # the very same batch from another tenant is not an idempotent re-send: it is not theirs
+    resend = lenient.post(f"/v1/tables/{table_id}/events", json={"events": wire}, headers=keys["stranger"])
+    assert error_of(resend, 403)["error"] == "forbidden"
