@@ -16,11 +16,14 @@ from domain.tiles import TileStr
 
 Seat = Annotated[int, Meta(ge=0, le=2)]
 EventId = Annotated[str, Meta(min_length=1, max_length=64)]
-# RFC 3339: date, 'T' (or 't' / space), time, optional fraction, 'Z' or an offset.
+# RFC 3339: date, 'T' (or 't' / space), time, optional fraction, 'Z' or an offset. ASCII digits
+# only (``\d`` would take any Unicode digit) and fields in range (month 01–12, day 01–31, hour
+# 00–23, minute 00–59, second 00–60 for a leap second).
 Rfc3339 = Annotated[
     str,
     Meta(
-        pattern=r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$",
+        pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt ]([01][0-9]|2[0-3]):[0-5][0-9]:"
+        r"([0-5][0-9]|60)(\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$",
         max_length=64,
     ),
 ]

@@ -327,3 +327,23 @@ def test_table_id_boundary_and_another_tenants_resend(lenient: Any, keys: dict[s
     # the very same batch from another tenant is not an idempotent re-send: it is not theirs
     resend = lenient.post(f"/v1/tables/{table_id}/events", json={"events": wire}, headers=keys["stranger"])
     assert error_of(resend, 403)["error"] == "forbidden"
+
+
+@pytest.mark.parametrize(
+    ("at", "stored"),
+    [("2026-01-01T00:00:00Z", True), ("2026-01-01t08:00:00.123+08:00", True), ("2016-12-31T23:59:60Z", True),
+     ("2026-13-01T00:00:00Z", False), ("2026-01-32T00:00:00Z", False), ("2026-01-01T24:00:00Z", False),
+     ("2026-01-01T00:60:00Z", False), ("\u0662\u0660\u0662\u0666-01-01T00:00:00Z", False),
+     ("2026-01-01T00:00:00", False), ("2026-01-01T00:00:00+24:00", False)],
+)  # fmt: skip
+def test_at_is_an_rfc3339_time(
+    lenient: Any, keys: dict[str, Headers], table_id: str, at: str, stored: bool
+) -> None:
+    opened = dict(legal_table(16, 1)[0], at=at)
+    answer = lenient.post(
+        f"/v1/tables/{table_id}/events", json={"events": [opened]}, headers=keys["platform"]
+    )
+    if stored:
+        assert answer.status_code == 201, answer.text
+    else:
+        assert error_of(answer, 422)["field"] == "$.events[0].at"
