@@ -22,6 +22,7 @@ STRUCTURE: frozenset[str] = frozenset(
         "wall_mismatch",
         "closed",
         "bad_rules",  # added: table_opened with a rules dict that does not resolve
+        "duplicate_player",  # added: table_opened naming one player in two seats
         "wrong_win_tile",  # added: a hu names another tile than the one it is on
     }
 )

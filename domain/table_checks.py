@@ -31,6 +31,17 @@ from domain.walls import (
 
 
 def check_opened(ev: TableOpened, v: int) -> Ruling | None:
+    seen: set[str] = set()
+    for seat, player in enumerate(ev.players):
+        if player in seen:
+            return make(
+                v, "duplicate_player",
+                f"table_opened: player {player!r} sits in two seats (seat {ev.players.index(player)} "
+                f"and seat {seat}); each seat needs its own player",
+                f"开桌有误：玩家{player}同时坐在{ev.players.index(player)}号和{seat}号座位",
+                field=f"players[{seat}]", player=player,
+            )  # fmt: skip
+        seen.add(player)
     try:
         resolve(ev.rules)
     except RulesError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import pytest
 
 from domain import engine
@@ -195,6 +196,12 @@ CASES: dict[str, tuple[str, Case]] = {
         "bad_rules",
         lambda: (engine.initial(), opened({"preset": "nowhere"})),
     ),
+    # kwx decision (docs/rulings.md): statistics and ledgers are per player, so one player in two
+    # seats would merge two seats' coins; RULES §2 "Three players in seats 0, 1, 2".
+    "duplicate_player: table_opened names one player in two seats": (
+        "duplicate_player",
+        lambda: (engine.initial(), msgspec.structs.replace(opened(), players=["alice", "bob", "alice"])),
+    ),
     "wrong_win_tile: a self-draw names another tile than the one drawn": (
         "wrong_win_tile",
         lambda: (_g(opened(), started(*BAO), discard(0, "C"), draw(1, "7s")), hu([1], "8p")),
@@ -356,7 +363,7 @@ def test_rule_codes_are_the_contract_list_plus_documented_additions() -> None:
         "rob_kong_disabled", "multi_win_disabled", "closed",
     }  # fmt: skip
     assert contract <= ALL_CODES
-    assert ALL_CODES - contract == {"bad_rules", "wrong_win_tile", "liang_dao_hidden"}
+    assert ALL_CODES - contract == {"bad_rules", "duplicate_player", "wrong_win_tile", "liang_dao_hidden"}
     assert "liang_dao_hidden" in RULE
 
 
