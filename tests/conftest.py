@@ -23,9 +23,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("KWX_SHARED_DIR") or (REPO / ".." / "shared")).resolve()
-
 
 def with_database(url: str, dbname: str) -> str:
     """The same server URL, another database."""

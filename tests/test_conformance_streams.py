@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.paths import GOLDEN
 from tests.paths import STREAMS as CONFORMANCE
-
-GOLDEN = Path(__file__).parent / "golden"
 
 
 def _streams() -> list[Path]:

@@ -2,7 +2,7 @@
 changes nothing.
 
 For each stream of the corpus — simulated tables of every preset (``domain.simulate``), the
-conformance streams (/work/shared/conformance/streams) and tests/golden — it folds event by event
+conformance streams (../shared/conformance/streams) and tests/golden — it folds event by event
 with ``engine.step`` and records, per stream:
 
 - ``final``: sha256 of ``encode_state`` of the final state;
@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
 import sys
 from pathlib import Path
@@ -38,8 +37,6 @@ from typing import Any
 
 PRESETS = ["default", "xiangyang", "shiyan", "xiaogan", "yunmeng", "uncapped", "platform_3d"]
 HERE = Path(__file__).resolve().parents[2]
-CONFORMANCE = Path(os.environ.get("KWX_CONFORMANCE", "/work/shared/conformance")) / "streams"
-GOLDEN = HERE / "tests" / "golden"
 
 
 def corpus(tables: int, hands: int) -> list[tuple[str, list[bytes]]]:
@@ -47,6 +44,8 @@ def corpus(tables: int, hands: int) -> list[tuple[str, list[bytes]]]:
     import msgspec
 
     from domain.simulate import simulate_table
+    from tests.paths import GOLDEN
+    from tests.paths import STREAMS as CONFORMANCE
 
     enc = msgspec.json.Encoder()
     out: list[tuple[str, list[bytes]]] = []

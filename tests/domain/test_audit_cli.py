@@ -7,13 +7,11 @@ The whole-stream golden cases tests/golden/audit-*.jsonl (with their hand deriva
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from services.cli import main
-
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+from tests.paths import GOLDEN
 
 
 def _settle(name: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:  # type: ignore[type-arg]

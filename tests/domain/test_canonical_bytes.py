@@ -15,7 +15,7 @@ from domain.engine import pin_rules
 from domain.events import EVENT_TYPES, TableOpened, canonical_bytes, canonical_bytes_reference, convert
 from domain.rules import PRESETS, RulesError
 from domain.simulate import simulate_table
-from tests.conftest import SHARED
+from tests.paths import SHARED
 
 HAND_MADE: list[dict[str, Any]] = [
     {"type": "table_opened", "id": "o", "players": ["甲", "乙", "丙"], "at": "2026-01-02T03:04:05.678+08:00",

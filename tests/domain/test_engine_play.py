@@ -31,9 +31,7 @@ from tests.domain.engine_dsl import (
     then_ok,
     when,
 )
-from tests.paths import STREAMS
-
-GOLDEN = Path(__file__).parent.parent / "golden"
+from tests.paths import GOLDEN, STREAMS
 
 
 def stream(path: Path) -> list[engine.Event]:  # type: ignore[name-defined]

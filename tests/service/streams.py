@@ -8,10 +8,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import REPO, SHARED
-
-CONFORMANCE = SHARED / "conformance" / "streams"
-GOLDEN = REPO / "tests" / "golden"
+from tests.paths import GOLDEN
+from tests.paths import STREAMS as CONFORMANCE
 
 
 def load(path: Path) -> list[dict[str, Any]]:

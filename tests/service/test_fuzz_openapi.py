@@ -28,7 +28,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.conftest import REPO
+from tests.paths import REPO
 from tests.service.streams import legal_table
 
 pytestmark = pytest.mark.db

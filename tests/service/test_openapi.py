@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import REPO
+from tests.paths import REPO
 
 
 def test_the_committed_openapi_document_matches_the_app() -> None:
