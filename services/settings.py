@@ -5,7 +5,8 @@
 | ``DATABASE_URL`` | unset | PostgreSQL ≥ 15 (owner credentials: migrations run with them); unset → embedded |
 | ``KWX_DATA_DIR`` | ``.kwx`` | where the embedded PostgreSQL keeps its data |
 | ``KWX_DB_ROLE`` | ``kwx_app`` | role the pool ``SET ROLE``s to (INSERT/SELECT only on events) |
-| ``KWX_POOL_SIZE`` | ``4`` | psycopg_pool max size (2 cores → 4 connections keep them busy) |
+| ``KWX_POOL_SIZE`` | ``4`` | psycopg_pool max size *per process* (2 cores → 4 connections keep them busy) |
+| ``KWX_WORKERS`` | ``1`` | ``kwx serve`` HTTP worker processes (``--workers`` overrides), each with a pool |
 | ``KWX_MAX_BODY_BYTES`` | ``1048576`` | largest request body (413 beyond) |
 | ``KWX_MAX_BATCH`` | ``1000`` | most events in one append (413 beyond) |
 | ``KWX_SNAPSHOT_EVERY`` | ``50`` | write the table's state snapshot when it is this many events old |
@@ -21,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+DEFAULT_WORKERS = 1  # KWX_WORKERS unset: `kwx serve` HTTP worker processes (the one line to change)
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -34,6 +37,11 @@ class Settings:
     log_level: str = "info"
     projector: str = "on"  # "on" (child process of kwx serve) | "thread" | "off"
     projector_nice: int = 10
+    workers: int = DEFAULT_WORKERS  # `kwx serve` uvicorn workers (services/api/served.py when > 1)
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"KWX_WORKERS={self.workers}: expected at least 1")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -49,6 +57,7 @@ class Settings:
             log_level=(env.get("KWX_LOG_LEVEL") or "info").lower(),
             projector=projector_mode(env.get("KWX_PROJECTOR") or "on"),
             projector_nice=int(env.get("KWX_PROJECTOR_NICE") or 10),
+            workers=int(env.get("KWX_WORKERS") or DEFAULT_WORKERS),
         )
 
 

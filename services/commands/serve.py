@@ -1,8 +1,14 @@
-"""kwx serve [--host 127.0.0.1] [--port 8000]: the HTTP service (CONTRACT.md §4)."""
+"""kwx serve [--host 127.0.0.1] [--port 8000] [--workers N]: the HTTP service (CONTRACT.md §4).
+
+``--workers N`` (``KWX_WORKERS``, default 1): N > 1 runs N uvicorn worker processes
+(services/api/served.py) after this process has bootstrapped (database, migrations, projector
+child); see docs/operations.md, Workers.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
@@ -10,6 +16,15 @@ import sys
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--workers", type=_positive, default=None, metavar="N",
+                        help="HTTP worker processes (default: KWX_WORKERS, else 1)")  # fmt: skip
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -21,6 +36,12 @@ def run(args: argparse.Namespace) -> int:
     from services.settings import Settings
 
     settings = Settings.from_env()
+    workers = args.workers or settings.workers
+    if workers > 1 and settings.projector == "thread":
+        print(f"kwx: KWX_PROJECTOR=thread runs the projector inside the serving process, and {workers} "
+              "workers would run it once each: use KWX_PROJECTOR=on (a child process, the default) or "
+              "off, or serve with --workers 1", file=sys.stderr)  # fmt: skip
+        return 2
     container = bootstrap(settings)  # starts the embedded PostgreSQL if needed, migrates
     where = "DATABASE_URL" if settings.database_url else f"embedded, data in {settings.data_dir.resolve()}"
     print(f"kwx: database {describe(container.database_url)} ({where}), migrated")
@@ -38,14 +59,32 @@ def run(args: argparse.Namespace) -> int:
         child = ProjectorProcess(container.database_url, nice=settings.projector_nice)
         child.start()
     print(f"kwx: projector: {_projector_line(settings.projector, child)}", flush=True)
+    print(f"kwx: workers: {_workers_line(workers, settings.pool_size)}", flush=True)
     try:
-        uvicorn.run(create_app(settings, container), host=args.host, port=args.port, access_log=False,
-                    log_level="warning")  # fmt: skip
+        if workers == 1:
+            uvicorn.run(create_app(settings, container), host=args.host, port=args.port, access_log=False,
+                        log_level="warning")  # fmt: skip
+        else:
+            # The workers join the database this process resolved (for the embedded server: its
+            # socket; this process's handle keeps the server up until the workers are gone) and
+            # neither migrate nor project (services/api/served.py). This process serves nothing:
+            # its pool is closed, uvicorn supervises the workers.
+            os.environ["DATABASE_URL"] = container.database_url
+            os.environ["KWX_SERVE_PID"] = str(os.getpid())
+            container.close()
+            uvicorn.run("services.api.served:create_served_app", factory=True, workers=workers,
+                        host=args.host, port=args.port, access_log=False, log_level="warning")  # fmt: skip
     finally:
         if child is not None:
             child.stop()
         container.close()
     return 0
+
+
+def _workers_line(workers: int, pool_size: int) -> str:
+    if workers == 1:
+        return f"1 (this process; pool of {pool_size} connections)"
+    return f"{workers} processes (uvicorn workers; a pool of {pool_size} connections each)"
 
 
 def _projector_line(mode: str, child: object) -> str:

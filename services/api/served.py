@@ -1,0 +1,78 @@
+"""The app of one ``kwx serve --workers N`` worker process (N > 1; docs/operations.md, Workers).
+
+``kwx serve`` bootstraps in its own process (embedded server started or joined, migrations, the
+projector child), puts the resolved database URL in ``DATABASE_URL`` and hands uvicorn the import
+string ``services.api.served:create_served_app`` (a factory): uvicorn spawns N processes, each
+calls it and serves the one listening socket. A worker
+
+- joins the database at ``DATABASE_URL`` (required: a worker never starts or stops an embedded
+  server; the parent's handle keeps it running and stops it after the workers have exited);
+- never migrates (the parent did, once) and has its own pool of ``KWX_POOL_SIZE`` connections;
+- never runs the projector: the parent runs it once, as a child process (``KWX_PROJECTOR=on``), or
+  nobody does (``off``). ``kwx serve`` refuses ``KWX_PROJECTOR=thread`` with more than one worker.
+- on Linux gets SIGTERM when the parent dies without stopping it (``PR_SET_PDEATHSIG``), so a
+  killed ``kwx serve`` leaves no worker holding the port.
+
+Each worker caches table state of its own (services/store/cache.py); the cache is only a guess
+checked by the database on every append, so workers appending to one table stay correct
+(tests/service/test_workers.py).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from services.settings import Settings
+
+
+def create_served_app() -> FastAPI:
+    from services.api.app import create_app
+
+    settings = Settings.from_env()
+    if not settings.database_url:
+        raise RuntimeError("a kwx serve worker needs DATABASE_URL (kwx serve --workers sets it)")
+    _die_with_parent()
+    app = create_app(settings)
+    inner = app.router.lifespan_context  # create_app's lifespan merged with the routers' (read.py)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[Mapping[str, Any]]:
+        from services.bootstrap import bootstrap
+
+        # Built here, so create_app's own lifespan (which would migrate) finds a container and
+        # leaves it alone, and read.py's finds projector_background False and starts no thread.
+        container = bootstrap(settings, migrate=False)
+        container.extras["projector_background"] = False
+        app.state.container = container
+        try:
+            async with inner(app) as state:
+                yield dict(state or {})  # the routers' lifespan state, if any
+        finally:
+            app.state.container = None
+            container.close()
+
+    app.router.lifespan_context = lifespan
+    return app
+
+
+def _die_with_parent() -> None:
+    """SIGTERM when the process that spawned this one (uvicorn's supervisor) dies."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = int(os.environ.get("KWX_SERVE_PID") or os.getppid())  # set by kwx serve
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl: no signal will come
+        os.kill(os.getpid(), signal.SIGTERM)
