@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.api import health, read, stats, tables
+from services.api.answers import error_answer
 from services.bootstrap import Container
 from services.errors import ServiceError
 from services.logs import get_logger
@@ -37,7 +38,9 @@ every event is checked by the rules engine and stored once, hash-chained, never 
 Errors are always `{"error": code, "message": …}`. Authentication: `Authorization: Bearer KEY`."""
 
 
-def create_app(settings: Settings | None = None, container: Container | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, container: Container | None = None, *, fast_append: bool = True
+) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = None
@@ -58,6 +61,8 @@ def create_app(settings: Settings | None = None, container: Container | None = N
     app.include_router(read.router)  # projections (issue 4): state, settlement, audit; starts the projector
     app.include_router(stats.router)  # projections (issue 4): stats, ledger, leaderboard, discrepancies
     _install_error_handlers(app)
+    if fast_append:  # POST …/events without FastAPI's per-request machinery (False: tests compare)
+        app.add_middleware(tables.FastAppend)
     app.add_middleware(RequestContext)
     return app
 
@@ -67,10 +72,12 @@ def _error(status: int, body: dict[str, Any]) -> JSONResponse:
 
 
 def _install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ServiceError)
-    async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
-        structlog.contextvars.bind_contextvars(outcome=exc.code, message=exc.message[:300])
-        return _error(exc.status, exc.body())
+    async def answer(request: Request, exc: Exception) -> JSONResponse:
+        status, body = error_answer(exc)  # one mapping, shared with the append fast path
+        return _error(status, body)
+
+    for kind in (ServiceError, PoolTimeout, psycopg.OperationalError, Exception):
+        app.add_exception_handler(kind, answer)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -90,21 +97,6 @@ def _install_error_handlers(app: FastAPI) -> None:
         headers = getattr(exc, "headers", None)  # 405 carries Allow
         body = {"error": codes.get(exc.status_code, "http_error"), "message": message}
         return JSONResponse(body, status_code=exc.status_code, headers=headers)
-
-    @app.exception_handler(PoolTimeout)
-    async def pool_timeout(request: Request, exc: PoolTimeout) -> JSONResponse:
-        log.warning("pool_timeout")
-        return _error(503, {"error": "unavailable", "message": "the database is busy; retry"})
-
-    @app.exception_handler(psycopg.OperationalError)
-    async def database_down(request: Request, exc: psycopg.OperationalError) -> JSONResponse:
-        log.warning("database_unavailable", detail=str(exc)[:200])
-        return _error(503, {"error": "unavailable", "message": "the database is not reachable; retry"})
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected_error")
-        return _error(500, {"error": "internal", "message": "internal error; see the service log"})
 
 
 class RequestContext:

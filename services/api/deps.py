@@ -51,14 +51,22 @@ def _container_of(request: Request) -> Container:
 
 async def get_principal(
     request: Request,
-    credentials: HTTPAuthorizationCredentials | None = Depends(bearer),  # noqa: B008 - FastAPI idiom
+    credentials: HTTPAuthorizationCredentials | None = Depends(bearer),  # noqa: B008 - documents the scheme
 ) -> Principal:
-    if credentials is None or credentials.scheme.lower() != "bearer":
+    return await principal_of(_container_of(request), request.headers.get("authorization"))
+
+
+async def principal_of(container: Container, authorization: str | None) -> Principal:
+    """The caller of ``Authorization: Bearer KEY`` (the scheme in any case), else 401. Shared by the
+    routes' dependency and the append fast path (services.api.tables.FastAppend)."""
+    scheme, _, key = (authorization or "").partition(" ")
+    key = key.strip()
+    if scheme.lower() != "bearer" or not key:
         raise Unauthorized("send Authorization: Bearer <key> (kwx keys create)")
-    keys = _container_of(request).keys
-    known, principal = keys.cached(credentials.credentials)  # no thread hop for a cached key
+    keys = container.keys
+    known, principal = keys.cached(key)  # no thread hop for a cached key
     if not known:
-        principal = await run_in_threadpool(keys.authenticate, credentials.credentials)
+        principal = await run_in_threadpool(keys.authenticate, key)
     if principal is None:
         raise Unauthorized("unknown or revoked API key")
     return principal

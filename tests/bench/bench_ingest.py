@@ -4,7 +4,7 @@ Both in the same run, on the same embedded PostgreSQL (a fresh one in a temporar
 
 * **baseline**: ``COPY`` of the same events (JSON bodies pre-encoded) into a scratch table with a
   primary key, one 100-event transaction each, over one connection;
-* **kwx**: ``kwx serve`` in a subprocess (uvicorn, the real app, logs on), real HTTP with httpx,
+* **kwx**: ``kwx serve`` in a subprocess (uvicorn, the real app, logs on), lean keep-alive HTTP clients,
   every batch of 100 events decoded, rule-checked by the engine, hash-chained and stored in one
   statement; with 1 client and with 4 concurrent clients (each on its own tables), with the
   projector off, on (``kwx serve``'s default: a child process) and as a thread in the server.
@@ -101,24 +101,39 @@ def bench_copy(url: str, tables: list[list[dict[str, Any]]], name: str, ddl: str
 def bench_http(
     base: str, key: str, tables: list[list[dict[str, Any]]], clients: int, tag: str
 ) -> tuple[int, float]:
-    import httpx
+    """POST every table's events in 100-event batches, ``clients`` connections at once (each its own
+    tables, in order, with ``expected_version``); every answer must be 201 with the right version.
+
+    The clients are lean on purpose: HTTP/1.1 keep-alive over a plain socket, the requests encoded
+    before the clock starts, only the status line, the headers and the JSON answer read back. On
+    this 2-core machine the clients share the cores with the server and PostgreSQL, and a full
+    HTTP client library (httpx: ≈ 2 ms of CPU per request) would measure itself (docs/benchmarks.md).
+    """
     import msgspec
 
-    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-    jobs: list[list[tuple[str, bytes]]] = [[] for _ in range(clients)]
+    host, port = base.removeprefix("http://").rsplit(":", 1)
+    jobs: list[list[tuple[bytes, int]]] = [[] for _ in range(clients)]
     for t, events in enumerate(tables):
         table = f"{tag}-{t}"
         for i in range(0, len(events), BATCH):
             body = msgspec.json.encode({"expected_version": i, "events": events[i : i + BATCH]})
-            jobs[t % clients].append((table, body))
+            head = (
+                f"POST /v1/tables/{table}/events HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            )
+            jobs[t % clients].append((head.encode() + body, i + len(events[i : i + BATCH])))
     errors: list[str] = []
 
-    def client(job: list[tuple[str, bytes]]) -> None:
-        with httpx.Client(base_url=base, timeout=60) as http:
-            for table, body in job:
-                answer = http.post(f"/v1/tables/{table}/events", content=body, headers=headers)
-                if answer.status_code != 201:
-                    errors.append(f"{answer.status_code} {answer.text[:200]}")
+    def client(job: list[tuple[bytes, int]]) -> None:
+        with socket.create_connection((host, int(port)), timeout=60) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            answers = sock.makefile("rb")
+            for request, version in job:
+                sock.sendall(request)
+                status, payload = _read_response(answers)
+                if status != 201 or msgspec.json.decode(payload).get("version") != version:
+                    errors.append(f"{status} {payload[:200]!r} (expected 201, version {version})")
                     return
 
     threads = [threading.Thread(target=client, args=(job,)) for job in jobs]
@@ -131,6 +146,45 @@ def bench_http(
     if errors:
         raise RuntimeError(f"kwx refused a batch: {errors[0]}")
     return sum(len(e) for e in tables), elapsed
+
+
+def _read_response(answers: Any) -> tuple[int, bytes]:
+    """One HTTP/1.1 response with a Content-Length (what uvicorn sends for these answers)."""
+    status_line = answers.readline()
+    if not status_line:
+        raise RuntimeError("kwx closed the connection")
+    status = int(status_line.split(None, 2)[1])
+    length = 0
+    while (line := answers.readline()) not in (b"\r\n", b"\n", b""):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    return status, answers.read(length)
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by ``pid`` and every live descendant (Linux /proc)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        todo.extend(parents.get(current, ()))
+    return total
+
+
+def postmaster_pid(base_dir: Path) -> int:
+    return int(next(base_dir.rglob("postmaster.pid")).read_text().split()[0])
 
 
 def start_server(url: str, projector: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -190,18 +244,28 @@ def run() -> None:
             copy[label] = best
             print(f"COPY into a {label} table, 100-event tx: {best:9,.0f} events/s (best of {REPEAT})")
 
+        postgres = postmaster_pid(base_dir)
+        batches_per_run = sum(-(-len(t) // BATCH) for t in tables)
         for projector, runs in (("off", (1, 4)), ("on", (4,)), ("thread", (4,))):
             proc, base = start_server(url, projector)
             try:
                 tag = projector[:2]
                 bench_http(base, key, tables[:4], 2, f"warm{tag}")
                 for clients in runs:
-                    rates = [n / s for n, s in (bench_http(base, key, tables, clients, f"{tag}{clients}r{r}")
-                                                for r in range(REPEAT))]  # fmt: skip
+                    rates, cpu = [], [0.0, 0.0, 0.0]
+                    for r in range(REPEAT):
+                        before = (tree_cpu(proc.pid), tree_cpu(postgres), time.process_time())
+                        n, seconds = bench_http(base, key, tables, clients, f"{tag}{clients}r{r}")
+                        after = (tree_cpu(proc.pid), tree_cpu(postgres), time.process_time())
+                        rates.append(n / seconds)
+                        cpu = [c + b - a for c, a, b in zip(cpu, before, after, strict=True)]
                     rate = max(rates)
                     ratios = "  ".join(f"kwx/COPY {k} = {rate / v:.2f}" for k, v in copy.items())
+                    batches = REPEAT * batches_per_run / 1000
                     print(f"kwx HTTP, {clients} client(s), projector {projector:6}: "
                           f"{rate:9,.0f} events/s (best of {REPEAT})  {ratios}")  # fmt: skip
+                    print(f"    CPU ms per batch: kwx serve (with its children) {cpu[0] / batches:.2f}, "
+                          f"PostgreSQL {cpu[1] / batches:.2f}, clients {cpu[2] / batches:.2f}")  # fmt: skip
             finally:
                 stop(proc)
     finally:
