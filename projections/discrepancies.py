@@ -102,5 +102,8 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
 
 def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
     if batch:
-        stmt = insert(discrepancies).on_conflict_do_nothing(index_elements=["table_id", "reported_event"])
-        execute_many(conn, stmt, batch, cache="discrepancies.1")
+        execute_many(conn, _insert, batch, cache="discrepancies.1")
+
+
+def _insert() -> Any:
+    return insert(discrepancies).on_conflict_do_nothing(index_elements=["table_id", "reported_event"])

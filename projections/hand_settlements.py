@@ -47,9 +47,8 @@ def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
     if not batch:
         return
     # Idempotent on the key: a re-applied batch (impossible with the checkpoint, but cheap) is a no-op.
-    execute_many(
-        conn,
-        insert(hand_settlements).on_conflict_do_nothing(index_elements=["table_id", "ordinal"]),
-        batch,
-        cache="hand_settlements.1",
-    )
+    execute_many(conn, _insert, batch, cache="hand_settlements.1")
+
+
+def _insert() -> Any:
+    return insert(hand_settlements).on_conflict_do_nothing(index_elements=["table_id", "ordinal"])

@@ -16,12 +16,11 @@ from collections.abc import Iterable
 from typing import Any
 
 import msgspec
-from sqlalchemy import select, tuple_
 from sqlalchemy.dialects.postgresql import insert
 
 from projections.model import Fact, HandSettled, TableInfo
 from projections.schema import ledger_accounts, ledger_entries
-from projections.sql import Connection, execute_many, fetch
+from projections.sql import Connection, execute_many
 
 NAME = "ledger"
 HOUSE = "house"
@@ -124,23 +123,12 @@ def write(conn: Connection, batch: list[Entry]) -> None:
         return
     keys = sorted({e.key for e in batch})
     opening: dict[tuple[str, str, str], tuple[int, int]] = {}
-    key_cols = tuple_(ledger_accounts.c.tenant, ledger_accounts.c.account_kind, ledger_accounts.c.account)
-    for chunk_start in range(0, len(keys), 500):
-        chunk = keys[chunk_start : chunk_start + 500]
-        result = fetch(
-            conn,
-            select(
-                ledger_accounts.c.tenant,
-                ledger_accounts.c.account_kind,
-                ledger_accounts.c.account,
-                ledger_accounts.c.balance,
-                ledger_accounts.c.entries,
-            ).where(key_cols.in_(chunk)),
-        )
-        for tenant, kind, account, balance, n in result:
-            opening[(tenant, kind, account)] = (int(balance), int(n))
+    # one statement text for any number of accounts (a compiled IN list differs per length)
+    result = conn.execute(_OPENING, ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]))
+    for tenant, kind, account, balance, n in result.fetchall():
+        opening[(tenant, kind, account)] = (int(balance), int(n))
     entry_rows, closing = with_balances(batch, opening)
-    execute_many(conn, insert(ledger_entries), entry_rows, cache="ledger.1")
+    execute_many(conn, _entries_insert, entry_rows, cache="ledger.1")
     changed = [
         {
             "tenant": k[0],
@@ -151,9 +139,23 @@ def write(conn: Connection, batch: list[Entry]) -> None:
         }
         for k in keys
     ]
+    execute_many(conn, _accounts_upsert, changed, cache="ledger.2")
+
+
+_OPENING = (
+    f"SELECT a.tenant, a.account_kind, a.account, a.balance, a.entries FROM {ledger_accounts.name} a "
+    "JOIN unnest(%s::text[], %s::text[], %s::text[]) AS k(tenant, account_kind, account) "
+    "ON a.tenant = k.tenant AND a.account_kind = k.account_kind AND a.account = k.account"
+)
+
+
+def _entries_insert() -> Any:
+    return insert(ledger_entries)
+
+
+def _accounts_upsert() -> Any:
     stmt = insert(ledger_accounts)
-    stmt = stmt.on_conflict_do_update(
+    return stmt.on_conflict_do_update(
         index_elements=["tenant", "account_kind", "account"],
         set_={"balance": stmt.excluded.balance, "entries": stmt.excluded.entries},
     )
-    execute_many(conn, stmt, changed, cache="ledger.2")

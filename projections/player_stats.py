@@ -153,11 +153,7 @@ def write(conn: Connection, batch: list[StatDelta]) -> None:
             row[name] = d.counters.get(name, 0)
         row["max_multiplier"] = d.max_multiplier
         values.append(row)
-    stmt = insert(player_stats)
-    set_: dict[str, Any] = {name: player_stats.c[name] + stmt.excluded[name] for name in STAT_COUNTERS}
-    set_["max_multiplier"] = func.greatest(player_stats.c.max_multiplier, stmt.excluded.max_multiplier)
-    upsert = stmt.on_conflict_do_update(index_elements=["tenant", "player_id", "preset"], set_=set_)
-    execute_many(conn, upsert, values, cache="player_stats.1")
+    execute_many(conn, _stats_upsert, values, cache="player_stats.1")
     pattern_rows = [
         {"tenant": d.tenant, "player_id": d.player_id, "preset": d.preset, "pattern": p, "wins": n}
         for key in sorted(merged)
@@ -165,13 +161,19 @@ def write(conn: Connection, batch: list[StatDelta]) -> None:
         for p, n in sorted(Counter(d.patterns).items())
     ]
     if pattern_rows:
-        pstmt = insert(player_patterns)
-        execute_many(
-            conn,
-            pstmt.on_conflict_do_update(
-                index_elements=["tenant", "player_id", "preset", "pattern"],
-                set_={"wins": player_patterns.c.wins + pstmt.excluded.wins},
-            ),
-            pattern_rows,
-            cache="player_stats.2",
-        )
+        execute_many(conn, _patterns_upsert, pattern_rows, cache="player_stats.2")
+
+
+def _stats_upsert() -> Any:
+    stmt = insert(player_stats)
+    set_: dict[str, Any] = {name: player_stats.c[name] + stmt.excluded[name] for name in STAT_COUNTERS}
+    set_["max_multiplier"] = func.greatest(player_stats.c.max_multiplier, stmt.excluded.max_multiplier)
+    return stmt.on_conflict_do_update(index_elements=["tenant", "player_id", "preset"], set_=set_)
+
+
+def _patterns_upsert() -> Any:
+    stmt = insert(player_patterns)
+    return stmt.on_conflict_do_update(
+        index_elements=["tenant", "player_id", "preset", "pattern"],
+        set_={"wins": player_patterns.c.wins + stmt.excluded.wins},
+    )

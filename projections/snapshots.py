@@ -29,9 +29,8 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
 
 def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
     if batch:
-        execute_many(
-            conn,
-            insert(snapshots).on_conflict_do_nothing(index_elements=["table_id", "version"]),
-            batch,
-            cache="snapshots.1",
-        )
+        execute_many(conn, _insert, batch, cache="snapshots.1")
+
+
+def _insert() -> Any:
+    return insert(snapshots).on_conflict_do_nothing(index_elements=["table_id", "version"])

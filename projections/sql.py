@@ -3,7 +3,7 @@ driver: psycopg_pool; statements are built with Core and compiled for the psycop
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -38,18 +38,20 @@ _TEXTS: dict[tuple[str, tuple[str, ...]], str] = {}
 
 def execute_many(
     conn: psycopg.Connection[Any],
-    stmt: ClauseElement,
+    stmt: ClauseElement | Callable[[], ClauseElement],
     rows: Sequence[dict[str, Any]],
     cache: str | None = None,
 ) -> None:
     """One statement for many rows (``INSERT … VALUES (%(col)s, …)`` executed as a batch).
-    ``cache``: a name for the statement, to compile it once per process and column set."""
+    ``cache``: a name for the statement, to compile it once per process and column set; ``stmt``
+    may then be a function that builds it, called only when the text is not cached yet (building a
+    Core statement, e.g. an upsert's ``excluded`` columns, costs more than running it)."""
     if not rows:
         return
     keys = list(rows[0].keys())
     text = _TEXTS.get((cache, tuple(keys))) if cache is not None else None
     if text is None:
-        text, _ = compiled(stmt, keys)
+        text, _ = compiled(stmt if isinstance(stmt, ClauseElement) else stmt(), keys)
         if cache is not None:
             _TEXTS[(cache, tuple(keys))] = text
     with conn.cursor() as cur:
