@@ -1,8 +1,9 @@
 """The projector: follows the global log gap-free and keeps every read model up to date.
 
-* **Gap-free**: it reads with the store's ``read_all(after=(tx_id, position))``, which only returns
-  events of transactions older than every one still running, so an event committed late never
-  lands behind a checkpoint.
+* **Gap-free**: it reads with :func:`projections.log.read_page` — the store's ``read_all``
+  predicate (``after=(tx_id, position)``, only events of transactions older than every one still
+  running) on the batch's own connection, lean rows — so an event committed late never lands
+  behind a checkpoint.
 * **Exactly once**: each read model has its own checkpoint row (``projection_checkpoints``). A
   batch is applied in *one* transaction that takes the projector's advisory lock, reads the
   checkpoints, writes every model's rows and moves its checkpoint. A crash rolls the whole batch
@@ -29,14 +30,15 @@ from typing import Any, Protocol
 
 import psycopg
 import structlog
-from sqlalchemy import delete, select
+from sqlalchemy import delete
 from sqlalchemy.dialects.postgresql import insert
 
 from projections import registry
 from projections.derive import TableCtx, Unreadable, advance, new_ctx
+from projections.log import read_page
 from projections.model import EventRef, Fact
 from projections.schema import OWNED, checkpoints
-from projections.sql import Connection, execute_many, fetch
+from projections.sql import Connection, execute_many
 
 log = structlog.get_logger("kwx.projector")
 
@@ -53,9 +55,8 @@ class StoredEventLike(Protocol):
 
 
 class EventSource(Protocol):
-    """What the projector needs from the event store (services.store.events.EventStore)."""
-
-    def read_all(self, after: tuple[int, int] = (0, 0), limit: int = 1000) -> Sequence[StoredEventLike]: ...
+    """What the projector needs from the event store (services.store.events.EventStore); the log
+    itself it reads with :func:`projections.log.read_page`, inside its batch transaction."""
 
     def read_table(self, table_id: str, after: int = 0, limit: int = 100) -> Sequence[StoredEventLike]: ...
 
@@ -151,7 +152,7 @@ class Projector:
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoints(self, conn: Connection, names: Sequence[str]) -> dict[str, Checkpoint]:
-        rows = fetch(conn, select(checkpoints.c.name, checkpoints.c.tx_id, checkpoints.c.position))
+        rows = conn.execute(_CHECKPOINTS).fetchall()
         found = {name: (int(tx), int(pos)) for name, tx, pos in rows}
         missing = [n for n in names if n not in found]
         if missing:
@@ -183,7 +184,7 @@ class Projector:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROJECTOR_LOCK,))
             cps = self._checkpoints(conn, names)
             start = min(cps.values())
-            events = self.source.read_all(after=start, limit=self.batch_size)
+            events = read_page(conn, start, self.batch_size)
             if not events:
                 return 0
             self._prefetch_tenants(conn, events)
@@ -246,6 +247,9 @@ class Projector:
         names = tuple(names) if names is not None else self.names
         self.reset(names)
         return self.catch_up(names)
+
+
+_CHECKPOINTS = f"SELECT name, tx_id, position FROM {checkpoints.name}"
 
 
 def _compiled_delete(names: Sequence[str]) -> tuple[str, dict[str, Any]]:

@@ -1,0 +1,45 @@
+"""The projector's read of the global log: the store's gap-free predicate, lean rows.
+
+Same SQL predicate and order as ``services.store.events.EventStore.read_all`` — events of
+transactions older than every one still running (``tx_id < pg_snapshot_xmin(pg_current_snapshot())``),
+strictly after ``(tx_id, position)``, in ``(tx_id, position)`` order — but only the columns the
+projector uses, one fixed statement text (no SQLAlchemy compile per page), plain tuples instead of
+``StoredEvent`` objects, and on the caller's connection: the projector reads inside its batch
+transaction instead of checking out a second connection.
+
+Reading inside that transaction keeps the guarantee: the statement takes its own snapshot (READ
+COMMITTED), and if the transaction already has an xid, ``pg_snapshot_xmin`` is at most that xid, so
+the read can only be *more* conservative (an event committed meanwhile by a newer transaction comes
+with the next page), never skip one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import psycopg
+
+
+class LogRow(NamedTuple):
+    table_id: str
+    version: int
+    position: int
+    tx_id: int
+    body: str  # the event as JSON text (jsonb output)
+
+
+# ORDER BY names the table's columns: an output column ``tx_id::text`` named ``tx_id`` would win
+# over the column and sort the xids as text ("1000" < "764").
+READ_PAGE = (
+    "SELECT e.table_id, e.version, e.position, e.tx_id::text AS tx_text, e.body::text AS body_text "
+    "FROM events e "
+    "WHERE (e.tx_id, e.position) > (%s::text::xid8, %s) "
+    "AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot()) "
+    "ORDER BY e.tx_id, e.position LIMIT %s"
+)
+
+
+def read_page(conn: psycopg.Connection[Any], after: tuple[int, int], limit: int) -> list[LogRow]:
+    """Up to ``limit`` events strictly after ``after`` = (tx_id, position), gap-free, in log order."""
+    rows = conn.execute(READ_PAGE, (str(after[0]), after[1], limit)).fetchall()
+    return [LogRow(t, v, p, int(x), b) for t, v, p, x, b in rows]

@@ -1,0 +1,89 @@
+"""The projector's lean log read (``projections.log.read_page``) walks the log exactly like the
+store's gap-free ``EventStore.read_all``: same events, same (tx_id, position) order — also where the
+xids cross a power of ten — and it holds back events behind a transaction still running."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from projections.log import read_page
+from services.store.events import EventStore
+
+pytestmark = pytest.mark.db
+
+
+def _insert(conn: psycopg.Connection[Any], table: str, version: int, tx_id: int | None = None) -> int:
+    cols = "table_id, version, event_id, type, body, hash" + (", tx_id" if tx_id is not None else "")
+    vals = "%s, %s, %s, 'table_closed', '{\"type\": \"table_closed\"}', decode(repeat('00', 32), 'hex')"
+    params: tuple[Any, ...] = (table, version, f"e{version}")
+    if tx_id is not None:
+        vals += ", %s::text::xid8"
+        params += (str(tx_id),)
+    row = conn.execute(f"INSERT INTO events ({cols}) VALUES ({vals}) RETURNING position", params).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _walk_store(store: EventStore, size: int) -> list[tuple[str, int, int, int, str]]:
+    out, after = [], (0, 0)
+    while page := store.read_all(after, size):
+        out += [(e.table_id, e.version, e.position, e.tx_id, e.body) for e in page]
+        after = (page[-1].tx_id, page[-1].position)
+    return out
+
+
+def _walk_lean(conn: psycopg.Connection[Any], size: int) -> list[tuple[str, int, int, int, str]]:
+    out: list[tuple[str, int, int, int, str]] = []
+    after = (0, 0)
+    while page := read_page(conn, after, size):
+        out += [tuple(r) for r in page]  # type: ignore[misc]
+        after = (page[-1].tx_id, page[-1].position)
+    return out
+
+
+def test_read_page_walks_the_log_like_read_all_across_xid_digit_boundaries(
+    private_db: tuple[EventStore, str],
+) -> None:
+    store, url = private_db
+    table = "lean-" + uuid.uuid4().hex[:8]
+    with psycopg.connect(url, autocommit=True) as conn:
+        (current,) = conn.execute("SELECT pg_current_xact_id()::text").fetchone()  # type: ignore[misc]
+        assert int(current) > 100, "the explicit xids below must be older than every running one"
+        # written in this order, so positions do not follow the xids: (tx_id, position) must sort
+        # the xids as numbers (9 < 10 < 99 < 100), not as text
+        for version, tx in enumerate((100, 99, 10, 9, 100, 10, 99), start=1):
+            _insert(conn, table, version, tx)
+        for version in range(8, 12):  # and some with the real xid of their transaction
+            _insert(conn, table, version)
+        for size in (1, 2, 3, 1000):
+            lean = _walk_lean(conn, size)
+            assert lean == _walk_store(store, size)
+        mine = [row for row in lean if row[0] == table]
+        assert [row[3] for row in mine][:7] == [9, 10, 10, 99, 99, 100, 100]
+        assert len(mine) == 11
+
+
+def test_read_page_holds_back_events_behind_a_running_transaction(private_db: tuple[EventStore, str]) -> None:
+    _, url = private_db
+    a_table, b_table = "hold-a-" + uuid.uuid4().hex[:8], "hold-b-" + uuid.uuid4().hex[:8]
+    with (
+        psycopg.connect(url, autocommit=True) as reader,
+        psycopg.connect(url) as a,
+        psycopg.connect(url) as b,
+    ):
+        start = (0, 0)
+        while page := read_page(reader, start, 1000):
+            start = (page[-1].tx_id, page[-1].position)
+        _insert(a, a_table, 1)  # A: the older xid, still running
+        _insert(b, b_table, 1)
+        b.commit()
+        assert read_page(reader, start, 1000) == []  # B waits until nothing older can commit
+        with reader.transaction():  # inside a transaction that has an xid of its own, too
+            reader.execute("SELECT pg_current_xact_id()")
+            assert read_page(reader, start, 1000) == []
+        a.commit()
+        assert [r.table_id for r in read_page(reader, start, 1000)] == [a_table, b_table]
