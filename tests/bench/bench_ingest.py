@@ -33,7 +33,7 @@ from typing import Any
 BATCH = 100
 REPEAT = int(os.environ.get("KWX_BENCH_REPEAT", "3"))  # best of N: the machine is shared
 TABLES = int(os.environ.get("KWX_BENCH_TABLES", "48"))
-HANDS = 4
+HANDS = int(os.environ.get("KWX_BENCH_HANDS", "8"))  # ≈ 52 events a hand: tables of ≈ 4 batches
 
 
 def _tables() -> list[list[dict[str, Any]]]:
@@ -246,7 +246,11 @@ def run() -> None:
 
         postgres = postmaster_pid(base_dir)
         batches_per_run = sum(-(-len(t) // BATCH) for t in tables)
-        for projector, runs in (("off", (1, 4)), ("on", (4,)), ("thread", (4,))):
+        many = int(os.environ.get("KWX_BENCH_CLIENTS", "4"))
+        lines = (("off", (1, many)), ("on", (many,)), ("thread", (many,)))
+        if int(os.environ.get("KWX_WORKERS") or 1) > 1:  # kwx serve refuses a projector thread then
+            lines = lines[:2]
+        for projector, runs in lines:
             proc, base = start_server(url, projector)
             try:
                 tag = projector[:2]

@@ -259,3 +259,64 @@ def test_an_unreadable_snapshot_means_a_refold_not_an_error(private_db: tuple[Ev
     store.cache.clear()
     result = store.append("acme", table, 60, events_of(wire[60:64]))
     assert result.version == 64
+
+
+def _folded(store: EventStore, wire: list[dict[str, Any]]) -> bytes:
+    state = store.engine.initial()
+    for e in events_of(wire):
+        state = store.engine.step(state, store.engine.pin(e)).state
+    return store.engine.encode_state(state)  # type: ignore[no-any-return]
+
+
+def test_a_cache_miss_with_the_expected_version_starts_from_the_heads_snapshot(store: EventStore) -> None:
+    """Another process (a second worker) appended: with the expected version, this one reads the
+    head's snapshot and the events after it, and stores through the conditional fast path — no
+    lock, no refold — with exactly the state a fold gives."""
+    table, wire = new_table(), legal_table(16, hands=8)
+    assert len(wire) >= 200
+    other = EventStore(store.pool, store.engine, snapshot_every=50)
+    other.append("acme", table, 0, events_of(wire[:100]))  # its snapshot: v100
+    for start in range(100, 130, 10):  # small batches: the snapshot stays at v100
+        other.append("acme", table, start, events_of(wire[start : start + 10]))
+    fast, locked = store.fast_appends, store.locked_appends
+    result = store.append("acme", table, 130, events_of(wire[130:160]))
+    assert (result.first_version, result.version) == (131, 160)
+    assert (store.fast_appends - fast, store.locked_appends - locked) == (1, 0)
+    tip = store.cache.peek(table)
+    assert tip is not None and tip.version == 160
+    assert store.engine.encode_state(tip.state) == _folded(store, wire[:160])
+    # the other process is now behind: it takes the same path, from this one's head
+    other.append("acme", table, 160, events_of(wire[160:200]))
+    assert other.locked_appends == 0
+    assert store.verify(table)[2] == []
+
+
+def test_a_batch_illegal_against_the_stored_head_is_refused_after_a_cache_miss(store: EventStore) -> None:
+    table, wire = new_table(), legal_table(17)
+    other = EventStore(store.pool, store.engine)
+    other.append("acme", table, 0, events_of(wire[:6]))
+    with pytest.raises(IllegalEvent) as info:  # the table's 6th event again, as event 7
+        store.append("acme", table, 6, events_of(relabel(wire[5:6], "again")))
+    assert info.value.extra["index"] == 0
+    assert store.head(table).version == 6  # type: ignore[union-attr]
+
+
+def test_an_unreadable_snapshot_falls_back_to_a_refold_under_the_lock(store: EventStore) -> None:
+    table, wire = new_table(), legal_table(18, hands=2)
+    other = EventStore(store.pool, store.engine, snapshot_every=1)
+    other.append("acme", table, 0, events_of(wire[:20]))
+    with store.pool.connection() as conn:  # a snapshot no engine can read (an old format, say)
+        conn.execute("UPDATE table_heads SET snapshot = '\\x00ff'::bytea WHERE table_id = %s", (table,))
+    locked = store.locked_appends
+    result = store.append("acme", table, 20, events_of(wire[20:40]))
+    assert result.version == 40 and store.locked_appends == locked + 1
+    tip = store.cache.peek(table)
+    assert tip is not None and store.engine.encode_state(tip.state) == _folded(store, wire[:40])
+
+
+def test_a_cache_miss_on_another_tenants_table_is_refused(store: EventStore) -> None:
+    table, wire = new_table(), legal_table(19)
+    EventStore(store.pool, store.engine).append("acme", table, 0, events_of(wire[:4]))
+    with pytest.raises(Forbidden):
+        store.append("other", table, 4, events_of(wire[4:8]))
+    assert store.head(table).version == 4  # type: ignore[union-attr]
