@@ -6,7 +6,7 @@
 | ``KWX_DATA_DIR`` | ``.kwx`` | where the embedded PostgreSQL keeps its data |
 | ``KWX_DB_ROLE`` | ``kwx_app`` | role the pool ``SET ROLE``s to (INSERT/SELECT only on events) |
 | ``KWX_POOL_SIZE`` | ``4`` | psycopg_pool max size *per process* (2 cores → 4 connections keep them busy) |
-| ``KWX_WORKERS`` | ``1`` | ``kwx serve`` HTTP worker processes (``--workers`` overrides), each with a pool |
+| ``KWX_WORKERS`` | cores | ``kwx serve`` HTTP worker processes (``--workers`` overrides), each with a pool |
 | ``KWX_MAX_BODY_BYTES`` | ``1048576`` | largest request body (413 beyond) |
 | ``KWX_MAX_BATCH`` | ``1000`` | most events in one append (413 beyond) |
 | ``KWX_SNAPSHOT_EVERY`` | ``50`` | write the table's state snapshot when it is this many events old |
@@ -22,7 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_WORKERS = 1  # KWX_WORKERS unset: `kwx serve` HTTP worker processes (the one line to change)
+
+def available_cores() -> int:
+    """The CPUs this process may run on (its affinity mask, else the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +43,19 @@ class Settings:
     log_level: str = "info"
     projector: str = "on"  # "on" (child process of kwx serve) | "thread" | "off"
     projector_nice: int = 10
-    workers: int = DEFAULT_WORKERS  # `kwx serve` uvicorn workers (services/api/served.py when > 1)
+    workers: int | None = None  # `kwx serve` uvicorn workers; None: serving_workers() decides
 
     def __post_init__(self) -> None:
-        if self.workers < 1:
+        if self.workers is not None and self.workers < 1:
             raise ValueError(f"KWX_WORKERS={self.workers}: expected at least 1")
+
+    def serving_workers(self) -> int:
+        """``KWX_WORKERS`` if set, else one worker per core (ingest is CPU-bound and one interpreter
+        runs Python on one core at a time; docs/operations.md, Workers) — but one with
+        ``KWX_PROJECTOR=thread``, whose projector lives inside the one serving process."""
+        if self.workers is not None:
+            return self.workers
+        return 1 if self.projector == "thread" else available_cores()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -57,7 +71,7 @@ class Settings:
             log_level=(env.get("KWX_LOG_LEVEL") or "info").lower(),
             projector=projector_mode(env.get("KWX_PROJECTOR") or "on"),
             projector_nice=int(env.get("KWX_PROJECTOR_NICE") or 10),
-            workers=int(env.get("KWX_WORKERS") or DEFAULT_WORKERS),
+            workers=int(env["KWX_WORKERS"]) if env.get("KWX_WORKERS") else None,
         )
 
 

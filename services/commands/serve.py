@@ -1,6 +1,6 @@
 """kwx serve [--host 127.0.0.1] [--port 8000] [--workers N]: the HTTP service (CONTRACT.md §4).
 
-``--workers N`` (``KWX_WORKERS``, default 1): N > 1 runs N uvicorn worker processes
+``--workers N`` (``KWX_WORKERS``, default one per core): N > 1 runs N uvicorn worker processes
 (services/api/served.py) after this process has bootstrapped (database, migrations, projector
 child); see docs/operations.md, Workers.
 """
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from services.settings import Settings
 
     settings = Settings.from_env()
-    workers = args.workers or settings.workers
+    workers = args.workers or settings.serving_workers()
     if workers > 1 and settings.projector == "thread":
         print(f"kwx: KWX_PROJECTOR=thread runs the projector inside the serving process, and {workers} "
               "workers would run it once each: use KWX_PROJECTOR=on (a child process, the default) or "

@@ -33,14 +33,25 @@ from tests.service.streams import legal_table, relabel
 
 
 def test_kwx_workers_is_read_from_the_environment_and_must_be_at_least_1() -> None:
-    from services.settings import DEFAULT_WORKERS
-
-    assert Settings.from_env({}).workers == DEFAULT_WORKERS == Settings().workers
+    assert Settings.from_env({}).workers is None and Settings().workers is None  # unset: decided below
     assert Settings.from_env({"KWX_WORKERS": "3"}).workers == 3
     with pytest.raises(ValueError, match="KWX_WORKERS"):
         Settings.from_env({"KWX_WORKERS": "0"})
     with pytest.raises(ValueError, match="KWX_WORKERS"):
         Settings(workers=-1)
+
+
+def test_unset_workers_means_one_per_core_but_one_with_a_projector_thread() -> None:
+    from services.settings import available_cores
+
+    cores = available_cores()
+    assert cores == len(os.sched_getaffinity(0)) >= 1
+    assert Settings.from_env({}).serving_workers() == cores
+    assert Settings.from_env({"KWX_PROJECTOR": "off"}).serving_workers() == cores
+    assert Settings.from_env({"KWX_PROJECTOR": "thread"}).serving_workers() == 1
+    explicit = Settings.from_env({"KWX_WORKERS": "3", "KWX_PROJECTOR": "thread"})
+    assert explicit.serving_workers() == 3  # kwx serve refuses this one (the test below)
+    assert Settings.from_env({"KWX_WORKERS": "1"}).serving_workers() == 1
 
 
 def test_serve_refuses_a_projector_thread_with_several_workers(
