@@ -17,7 +17,10 @@
   statement-level trigger on ``events`` NOTIFYs at each append's commit) and also polls every
   ``poll_seconds`` as a safety net. Why not inline in the append: projection work would add to
   append latency and fail appends for read-side reasons, and it would miss events written by
-  another process; NOTIFY wakes the projector in milliseconds wherever the append ran.
+  another process; NOTIFY wakes the projector in milliseconds wherever the append ran. After a
+  wake-up it lingers ``linger_seconds`` (50 ms) so that the appends of a burst land in one batch:
+  a batch has a fixed cost (its transaction, ≈ 12 statements), and under ingest one batch per
+  100-event append cost ≈ 1.8 × the CPU per event of batches of a few hundred.
 """
 
 from __future__ import annotations
@@ -267,11 +270,13 @@ class ProjectorRunner:
         conninfo: str,
         *,
         poll_seconds: float = 1.0,
+        linger_seconds: float = 0.05,
         configure: Callable[[psycopg.Connection[Any]], None] | None = None,
     ) -> None:
         self.projector = projector
         self.conninfo = conninfo
         self.poll_seconds = poll_seconds
+        self.linger_seconds = linger_seconds
         self.configure = configure
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -323,9 +328,19 @@ class ProjectorRunner:
                 self._stop.wait(0.05)
                 continue
             try:
-                for _ in listener.notifies(timeout=0.05, stop_after=1):
+                woken = any(True for _ in listener.notifies(timeout=0.05, stop_after=1))
+                if woken:  # (outside the generator: it holds the connection's lock)
                     self.wakeups += 1
+                    self._linger(listener)
                     return
             except psycopg.Error as exc:
                 log.warning("projector_listen_lost", error=str(exc))
                 listener.close()
+
+    def _linger(self, listener: psycopg.Connection[Any]) -> None:
+        """Let the rest of a burst of appends commit, then drop their notifications: the batch
+        that follows reads them all (one wake-up, not one per append)."""
+        if self.linger_seconds <= 0 or self._stop.wait(self.linger_seconds):
+            return
+        for _ in listener.notifies(timeout=0.001):
+            pass
