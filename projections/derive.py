@@ -67,6 +67,15 @@ def _lou_hu(state: Any) -> dict[tuple[int, int, int], Any]:
     return out
 
 
+def _lou_hu_may_differ(before: Any, after: Any) -> bool:
+    """False when both 漏胡 logs are the very same objects (the reducer keeps an unchanged field by
+    reference), so no 漏胡 can be new: skips building two dicts per event."""
+    if getattr(before, "lou_hu_log", ()) is not getattr(after, "lou_hu_log", ()):
+        return True
+    hand_before, hand_after = getattr(before, "hand", None), getattr(after, "hand", None)
+    return getattr(hand_before, "lou_hu_log", ()) is not getattr(hand_after, "lou_hu_log", ())
+
+
 def _record_for(state: Any, hand_no: int) -> Any:
     hand = getattr(state, "hand", None)
     record = getattr(hand, "record", None) if hand is not None else None
@@ -102,16 +111,17 @@ def advance(engine: Any, ctx: TableCtx, body: str | bytes | Event, at: EventRef)
         facts.append(
             SnapshotTaken(info=info, at=at, hand=event.hand, state=bytes(engine.encode_state(after)))
         )
-    old_lou_hu = _lou_hu(before)
-    for key, lou in _lou_hu(after).items():
-        if key in old_lou_hu:
-            continue
-        facts.append(
-            LouHuIncurred(
-                info=info, at=at, seat=lou.seat, hand=lou.hand, tile=_tile_name(lou.tile),
-                would_pay=lou.multiplier,
-            )
-        )  # fmt: skip
+    if _lou_hu_may_differ(before, after):
+        old_lou_hu = _lou_hu(before)
+        for key, lou in _lou_hu(after).items():
+            if key in old_lou_hu:
+                continue
+            facts.append(
+                LouHuIncurred(
+                    info=info, at=at, seat=lou.seat, hand=lou.hand, tile=_tile_name(lou.tile),
+                    would_pay=lou.multiplier,
+                )
+            )  # fmt: skip
     # Settlements: final when the engine produces them, except a self-draw on a 买码 table, which
     # the ma_drawn event settles again; that one is held until ma_drawn (or the next hand).
     if ctx.pending_ordinal and (isinstance(event, MaDrawn | HandStarted | TableClosed)):

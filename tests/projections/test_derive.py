@@ -37,3 +37,28 @@ def test_each_settlement_report_and_lou_hu_once(preset: str) -> None:
         assert len([f for f in facts if isinstance(f, LouHuIncurred)]) == len(lou)
         starts = [f for f in facts if isinstance(f, SnapshotTaken)]
         assert len(starts) == sum(1 for e in events if type(e).__name__ == "HandStarted")
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_skipping_unchanged_lou_hu_logs_gives_the_same_facts(
+    preset: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from projections import derive
+
+    def facts_of(events: list[object]) -> list[object]:
+        ctx = new_ctx(engine, "t", "acme")
+        out: list[object] = []
+        for v, e in enumerate(events, start=1):
+            out += advance(engine, ctx, e, EventRef(version=v, position=v))  # type: ignore[arg-type]
+        return out
+
+    lou_hu = 0
+    for seed in range(6):
+        events = [convert(e) for e in simulated(seed, 4, preset=preset)]
+        fast = facts_of(events)
+        with monkeypatch.context() as m:
+            m.setattr(derive, "_lou_hu_may_differ", lambda before, after: True)  # always compare
+            slow = facts_of(events)
+        assert fast == slow
+        lou_hu += sum(isinstance(f, LouHuIncurred) for f in slow)
+    assert lou_hu, "the simulator passes some wins (漏胡), so the comparison is exercised"
