@@ -209,15 +209,12 @@ class Projector:
                         for fact in facts:
                             rows[name].extend(module.rows(fact))
             last = (events[-1].tx_id, events[-1].position)
+            moved = [name for name, _ in modules if counts[name]]
             for name, module in modules:
-                if counts[name] == 0:
-                    continue
-                module.write(conn, rows[name])
-                conn.execute(
-                    "UPDATE projection_checkpoints SET tx_id = %s, position = %s, events = events + %s "
-                    "WHERE name = %s",
-                    (last[0], last[1], counts[name], name),
-                )
+                if counts[name]:
+                    module.write(conn, rows[name])
+            if moved:  # every model's checkpoint in one statement, after its rows
+                conn.execute(_MOVE, (last[0], last[1], moved, [counts[n] for n in moved]))
             self.applied += len(events)
             return len(events)
 
@@ -253,6 +250,10 @@ class Projector:
 
 
 _CHECKPOINTS = f"SELECT name, tx_id, position FROM {checkpoints.name}"
+_MOVE = (
+    f"UPDATE {checkpoints.name} c SET tx_id = %s, position = %s, events = c.events + u.n "
+    "FROM unnest(%s::text[], %s::bigint[]) AS u(name, n) WHERE c.name = u.name"
+)
 
 
 def _compiled_delete(names: Sequence[str]) -> tuple[str, dict[str, Any]]:
