@@ -187,12 +187,15 @@ def postmaster_pid(base_dir: Path) -> int:
     return int(next(base_dir.rglob("postmaster.pid")).read_text().split()[0])
 
 
-def start_server(url: str, projector: str) -> tuple[subprocess.Popen[bytes], str]:
-    """``kwx serve`` with ``KWX_PROJECTOR=projector`` (on: a child process; thread; off)."""
+def start_server(url: str, projector: str, workers: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """``kwx serve`` with ``KWX_PROJECTOR=projector`` (on: a child process; thread; off) and
+    ``workers`` HTTP worker processes (None: ``KWX_WORKERS`` as set, else kwx's default)."""
     import httpx
 
     port = _free_port()
     env = dict(os.environ, DATABASE_URL=url, KWX_PROJECTOR=projector)
+    if workers is not None:
+        env["KWX_WORKERS"] = str(workers)
     env.setdefault("KWX_LOG_LEVEL", "info")
     proc = subprocess.Popen(
         [sys.executable, "-m", "services.cli", "serve", "--port", str(port)],
@@ -247,13 +250,16 @@ def run() -> None:
         postgres = postmaster_pid(base_dir)
         batches_per_run = sum(-(-len(t) // BATCH) for t in tables)
         many = int(os.environ.get("KWX_BENCH_CLIENTS", "4"))
-        lines = (("off", (1, many)), ("on", (many,)), ("thread", (many,)))
-        if int(os.environ.get("KWX_WORKERS") or 1) > 1:  # kwx serve refuses a projector thread then
-            lines = lines[:2]
-        for projector, runs in lines:
-            proc, base = start_server(url, projector)
+        default = Settings.from_env().serving_workers()  # what `kwx serve` would run here
+        # (projector, workers, client counts); a projector thread needs a single worker
+        lines = [("off", default, (1, many)), ("on", default, (many,)), ("thread", 1, (many,))]
+        if default > 1:
+            lines.insert(1, ("off", 1, (many,)))
+        print(f"kwx serve: {default} worker(s) by default on this machine (KWX_WORKERS)")
+        for projector, workers, runs in lines:
+            proc, base = start_server(url, projector, workers)
             try:
-                tag = projector[:2]
+                tag = f"{projector[:2]}{workers}"
                 bench_http(base, key, tables[:4], 2, f"warm{tag}")
                 for clients in runs:
                     rates, cpu = [], [0.0, 0.0, 0.0]
@@ -266,7 +272,7 @@ def run() -> None:
                     rate = max(rates)
                     ratios = "  ".join(f"kwx/COPY {k} = {rate / v:.2f}" for k, v in copy.items())
                     batches = REPEAT * batches_per_run / 1000
-                    print(f"kwx HTTP, {clients} client(s), projector {projector:6}: "
+                    print(f"kwx HTTP, {clients} client(s), {workers} worker(s), projector {projector:6}: "
                           f"{rate:9,.0f} events/s (best of {REPEAT})  {ratios}")  # fmt: skip
                     print(f"    CPU ms per batch: kwx serve (with its children) {cpu[0] / batches:.2f}, "
                           f"PostgreSQL {cpu[1] / batches:.2f}, clients {cpu[2] / batches:.2f}")  # fmt: skip
