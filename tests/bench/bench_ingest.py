@@ -2,15 +2,23 @@
 
 Both in the same run, on the same embedded PostgreSQL (a fresh one in a temporary folder):
 
-* **baseline**: ``COPY`` of the same events (JSON bodies pre-encoded) into a scratch table with a
-  primary key, one 100-event transaction each, over one connection;
-* **kwx**: ``kwx serve`` in a subprocess (uvicorn, the real app, logs on), lean keep-alive HTTP clients,
-  every batch of 100 events decoded, rule-checked by the engine, hash-chained and stored in one
-  statement; with 1 client and with 4 concurrent clients (each on its own tables), with the
-  projector off, on (``kwx serve``'s default: a child process) and as a thread in the server.
+* **baseline**: ``COPY`` of the same events (JSON bodies pre-encoded) in 100-event transactions over
+  one connection, into a *plain* scratch table (a primary key only) and into an *events-shaped*
+  one (the events table's columns, defaults and unique indexes, without kwx's checks);
+* **kwx**: ``kwx serve`` in a subprocess (uvicorn, the real app, access logs on) fed by lean
+  keep-alive HTTP clients (requests encoded before the clock starts), every batch of 100 events
+  decoded, rule-checked by the engine, hash-chained and stored in one statement. Lines: 1 and
+  ``KWX_BENCH_CLIENTS`` (4) concurrent clients, each on its own tables, with ``kwx serve``'s default
+  worker count (one per core) and with 1 worker, projector off; the default (projector child
+  process, nice +10); the projector as a thread (1 worker).
 
-The events are simulated legal tables (``domain.simulate``), cut into 100-event batches. Prints
-events/s for each and the ratio kwx / COPY (goal: ≥ 0.5).
+Each line also prints the CPU milliseconds per 100-event batch of ``kwx serve`` (with its workers and
+projector child), of PostgreSQL (the postmaster and its backends) and of the clients — where the
+cores went, which the rates alone can't say on a shared 2-core machine.
+
+The events are simulated legal tables (``domain.simulate``, ``KWX_BENCH_TABLES`` × ``KWX_BENCH_HANDS``
+hands, default 48 × 8 ≈ 19,600 events). Prints events/s (best of ``KWX_BENCH_REPEAT``, 3) and the
+ratio kwx / COPY (issue 3's goal: ≥ 0.5).
 
 Run: ``.venv/bin/python -m tests.bench ingest`` (or ``make bench``).
 """
