@@ -29,6 +29,7 @@ import os
 import random
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -195,6 +196,16 @@ def postmaster_pid(base_dir: Path) -> int:
     return int(next(base_dir.rglob("postmaster.pid")).read_text().split()[0])
 
 
+def wait_quiet(pids: tuple[int, ...], timeout: float = 20.0) -> None:
+    """Until the processes (and their children) use under 5 % of a core over 0.2 s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = sum(tree_cpu(pid) for pid in pids)
+        time.sleep(0.2)
+        if sum(tree_cpu(pid) for pid in pids) - before < 0.01:
+            return
+
+
 def start_server(url: str, projector: str, workers: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
     """``kwx serve`` with ``KWX_PROJECTOR=projector`` (on: a child process; thread; off) and
     ``workers`` HTTP worker processes (None: ``KWX_WORKERS`` as set, else kwx's default)."""
@@ -249,11 +260,21 @@ def run() -> None:
         key = container.keys.create("bench", "platform")
         container.close()
 
-        copy: dict[str, float] = {}
-        for label, name, ddl in (("plain", "bench_plain", PLAIN), ("events-shaped", "bench_shaped", SHAPED)):
-            best = max(n / s for n, s in (bench_copy(url, tables, f"{name}#{r}", ddl) for r in range(REPEAT)))
-            copy[label] = best
-            print(f"COPY into a {label} table, 100-event tx: {best:9,.0f} events/s (best of {REPEAT})")
+        copies = (("plain", "bench_plain", PLAIN), ("events-shaped", "bench_shaped", SHAPED))
+        copy_runs: dict[str, list[float]] = {label: [] for label, _, _ in copies}
+
+        def copy_round(tag: str) -> dict[str, float]:
+            rates = {}
+            for label, name, ddl in copies:
+                n, seconds = bench_copy(url, tables, f"{name}#{tag}", ddl)
+                rates[label] = n / seconds
+                copy_runs[label].append(rates[label])
+            return rates
+
+        for r in range(REPEAT):
+            copy_round(f"head{r}")
+        for label, runs in copy_runs.items():
+            print(f"COPY into a {label} table, 100-event tx: {max(runs):9,.0f} events/s (best of {REPEAT})")
 
         postgres = postmaster_pid(base_dir)
         batches_per_run = sum(-(-len(t) // BATCH) for t in tables)
@@ -264,28 +285,37 @@ def run() -> None:
         if default > 1:
             lines.insert(1, ("off", 1, (many,)))
         print(f"kwx serve: {default} worker(s) by default on this machine (KWX_WORKERS)")
+        print("each kwx round is paired with a COPY round just before it (kwx's processes quiet first):")
         for projector, workers, runs in lines:
             proc, base = start_server(url, projector, workers)
             try:
                 tag = f"{projector[:2]}{workers}"
                 bench_http(base, key, tables[:4], 2, f"warm{tag}")
                 for clients in runs:
-                    rates, cpu = [], [0.0, 0.0, 0.0]
+                    rates, cpu, paired = [], [0.0, 0.0, 0.0], []
                     for r in range(REPEAT):
+                        wait_quiet((proc.pid, postgres))  # e.g. the projector catching up
+                        baseline = copy_round(f"{tag}{clients}r{r}")
                         before = (tree_cpu(proc.pid), tree_cpu(postgres), time.process_time())
                         n, seconds = bench_http(base, key, tables, clients, f"{tag}{clients}r{r}")
                         after = (tree_cpu(proc.pid), tree_cpu(postgres), time.process_time())
                         rates.append(n / seconds)
+                        paired.append({k: n / seconds / v for k, v in baseline.items()})
                         cpu = [c + b - a for c, a, b in zip(cpu, before, after, strict=True)]
-                    rate = max(rates)
-                    ratios = "  ".join(f"kwx/COPY {k} = {rate / v:.2f}" for k, v in copy.items())
+                    ratios = "  ".join(
+                        f"{k} {statistics.median(p[k] for p in paired):.2f}" for k in copy_runs
+                    )
                     batches = REPEAT * batches_per_run / 1000
                     print(f"kwx HTTP, {clients} client(s), {workers} worker(s), projector {projector:6}: "
-                          f"{rate:9,.0f} events/s (best of {REPEAT})  {ratios}")  # fmt: skip
+                          f"{max(rates):9,.0f} events/s (best of {REPEAT});  kwx/COPY, median of the "
+                          f"paired rounds: {ratios}")  # fmt: skip
                     print(f"    CPU ms per batch: kwx serve (with its children) {cpu[0] / batches:.2f}, "
                           f"PostgreSQL {cpu[1] / batches:.2f}, clients {cpu[2] / batches:.2f}")  # fmt: skip
             finally:
                 stop(proc)
+        for label, runs in copy_runs.items():
+            print(f"COPY into a {label} table over all {len(runs)} rounds: best {max(runs):,.0f}, "
+                  f"median {statistics.median(runs):,.0f}, lowest {min(runs):,.0f} events/s")  # fmt: skip
     finally:
         server.cleanup()
         shutil.rmtree(base_dir, ignore_errors=True)
