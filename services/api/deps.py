@@ -30,7 +30,8 @@ PRESET_ENUM = {"enum": list(PRESETS)}  # documents ?preset= / ?rules= (check_pre
 PlayerId = Annotated[
     str,
     Path(
-        description="a player id as in table_opened (1–64 characters, no NUL), or `house`",
+        description="a player id as in table_opened (1–64 characters, no NUL); `house` is a player id "
+        "like any other (the house account is `GET /v1/house/ledger`)",
         json_schema_extra={"minLength": 1, "maxLength": 64},
     ),
 ]

@@ -3,7 +3,9 @@
 * ``GET /v1/players/{id}/stats``: per preset and overall; every ratio is computed here from the
   summed counts (never an average of averages).
 * ``GET /v1/players/{id}/ledger``: the player's coin entries with running balance, paginated by
-  the account's entry number (``after``).
+  the account's entry number (``after``); always the player account, even for a player named
+  ``house``.
+* ``GET /v1/house/ledger``: the same for the tenant's house account (service fees).
 * ``GET /v1/leaderboard``: players of the tenant by net coins (or another counter).
 * ``GET /v1/discrepancies``: hands whose reported payout differs from the computed one.
 
@@ -19,6 +21,7 @@ import msgspec
 from fastapi import APIRouter, Depends, Query, Response
 from sqlalchemy import desc, select
 
+from projections.ledger import HOUSE
 from projections.schema import (
     STAT_COUNTERS,
     checkpoints,
@@ -137,29 +140,14 @@ def player_statistics(
     return _json({"player_id": player_id, "overall": total, "presets": per_preset})
 
 
-@router.get(
-    "/players/{player_id}/ledger", operation_id="stats-player_ledger", summary="A player's coin ledger"
-)
-def player_ledger(
-    player_id: PlayerId,
-    principal: Annotated[Principal, Depends(get_principal)],
-    container: Annotated[Container, Depends(get_container)],
-    after: Annotated[int, Query(ge=0, le=MAX_BIGINT, description="entries after this entry number")] = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-) -> Response:
-    require_role(principal, *_ALL_ROLES)
-    check_player_id(player_id)
+def _ledger(container: Container, tenant: str, kind: str, account: str, after: int, limit: int) -> Response:
+    """One account's page of entries (``seq > after``) with its balance: the answer of both ledger
+    routes. ``kind`` is ``player`` or ``house``; the two never share an account, whatever the id."""
     e = ledger_entries.c
-    kind = "house" if player_id == "house" else "player"
+    a = ledger_accounts.c
     with container.pool.connection() as conn:
-        account = fetch(
-            conn,
-            select(ledger_accounts.c.balance, ledger_accounts.c.entries).where(
-                ledger_accounts.c.tenant == principal.tenant,
-                ledger_accounts.c.account_kind == kind,
-                ledger_accounts.c.account == player_id,
-            ),
-        )
+        mine = (a.tenant == tenant, a.account_kind == kind, a.account == account)
+        found = fetch(conn, select(a.balance, a.entries).where(*mine))
         rows = fetch(
             conn,
             select(
@@ -176,14 +164,12 @@ def player_ledger(
                 e.detail,
                 e.line,
             )
-            .where(
-                e.tenant == principal.tenant, e.account_kind == kind, e.account == player_id, e.seq > after
-            )
+            .where(e.tenant == tenant, e.account_kind == kind, e.account == account, e.seq > after)
             .order_by(e.seq)
             .limit(limit + 1),
         )
-    if not account:
-        raise NotFound(f"no ledger for {player_id!r}")
+    if not found:
+        raise NotFound(f"no ledger for {account!r}" if kind == "player" else "no ledger for the house")
     more = len(rows) > limit
     rows = rows[:limit]
     entries = [
@@ -194,14 +180,48 @@ def player_ledger(
     ]  # fmt: skip
     return _json(
         {
-            "account": player_id,
+            "account": account,
             "kind": kind,
-            "balance": int(account[0][0]),
-            "entries_total": int(account[0][1]),
+            "balance": int(found[0][0]),
+            "entries_total": int(found[0][1]),
             "entries": entries,
             "next_after": entries[-1]["seq"] if more else None,
         }
     )
+
+
+_After = Annotated[int, Query(ge=0, le=MAX_BIGINT, description="entries after this entry number")]
+_Limit = Annotated[int, Query(ge=1, le=1000)]
+
+
+@router.get(
+    "/players/{player_id}/ledger", operation_id="stats-player_ledger", summary="A player's coin ledger"
+)
+def player_ledger(
+    player_id: PlayerId,
+    principal: Annotated[Principal, Depends(get_principal)],
+    container: Annotated[Container, Depends(get_container)],
+    after: _After = 0,
+    limit: _Limit = 100,
+) -> Response:
+    """Always the player account (`kind` is `player`), whatever the id: a player named `house` reads
+    their own entries here; the house's account is `GET /v1/house/ledger`."""
+    require_role(principal, *_ALL_ROLES)
+    check_player_id(player_id)
+    return _ledger(container, principal.tenant, "player", player_id, after, limit)
+
+
+@router.get("/house/ledger", operation_id="stats-house_ledger", summary="The house's coin ledger")
+def house_ledger(
+    principal: Annotated[Principal, Depends(get_principal)],
+    container: Annotated[Container, Depends(get_container)],
+    after: _After = 0,
+    limit: _Limit = 100,
+) -> Response:
+    """The house account of the key's tenant (it receives the service fees; `kind` is `house`), paged
+    and shaped like a player's ledger."""
+    require_role(principal, *_ALL_ROLES)
+    return _ledger(container, principal.tenant, "house", HOUSE, after, limit)
 
 
 @router.get("/leaderboard", operation_id="stats-leaderboard", summary="Players ranked by a counter")

@@ -4,6 +4,7 @@ conformance and golden streams, statistics, ledgers, the leaderboard and the dis
 
 from __future__ import annotations
 
+import random
 import uuid
 from pathlib import Path
 from typing import Any
@@ -231,7 +232,7 @@ def test_stats_ledger_leaderboard_and_discrepancies(
     board = client.get("/v1/leaderboard", headers=dashboard).json()["players"]
     assert [p["net_coins"] for p in board] == sorted((p["net_coins"] for p in board), reverse=True)
     assert any(p["player_id"] == player and p["net_coins"] == net for p in board)
-    house = client.get("/v1/players/house/ledger", headers=dashboard)
+    house = client.get("/v1/house/ledger", headers=dashboard)  # 404 unless some preset charged a fee
     total = sum(p["net_coins"] for p in board) + (house.json()["balance"] if house.status_code == 200 else 0)
     assert total == 0  # the whole ledger of the tenant sums to zero
     feed = client.get("/v1/discrepancies", headers=support).json()["discrepancies"]
@@ -245,6 +246,68 @@ def test_stats_ledger_leaderboard_and_discrepancies(
                 reported_wrong.add((t, rep.hand))
     assert {(d["table_id"], d["hand"]) for d in feed} == reported_wrong
     assert client.get("/v1/discrepancies", headers=dashboard).status_code == 403
+
+
+def _pages(client: Any, url: str, headers: dict[str, str], limit: int) -> tuple[list[dict[str, Any]], Any]:
+    """Every entry of a ledger, ``limit`` at a time, and the last page's body."""
+    entries: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        body = client.get(url, params={"after": after, "limit": limit}, headers=headers).json()
+        entries += body["entries"]
+        if body["next_after"] is None:
+            return entries, body
+        after = body["next_after"]
+
+
+def test_a_player_named_house_has_their_own_ledger_apart_from_the_house(
+    client: Any, platform: dict[str, str], dashboard: dict[str, str], make_key: Any, projector: Projector
+) -> None:
+    from domain.simulate import simulate_table
+
+    # no preset charges a service fee: table_opened asks for one (the golden 3D hand: fee 1 from
+    # each seat, paid to the house) — and seat 0 is a player whose id is "house"
+    golden = load(GOLDEN / "audit-3d-fee-piao-ma.jsonl")
+    golden[0] = dict(golden[0], players=["house", "bob", "carol"])
+    simulated_fee = simulate_table(random.Random(5), 4, {"preset": "default", "service_fee": 2}, "fee")
+    simulated_fee[0] = dict(simulated_fee[0], players=["bob", "house", "carol"])
+    streams = [golden, simulated_fee]
+    for events in streams:
+        _new_table(client, platform, events)
+    projector.catch_up()
+    player = house = 0  # what the settlements pay the player "house", and the house account
+    fees = 0
+    for events in streams:
+        seat = events[0]["players"].index("house")
+        for s in engine.fold([convert(e) for e in events]).settlements:
+            player += s.net[seat]
+            house += sum(t.amount for t in s.transfers if t.to == "house")
+            fees += sum(1 for t in s.transfers if t.to == "house" and t.from_ == seat)
+    assert house > 0 and fees >= 2  # the player "house" paid the house at least once per table
+
+    mine, body = _pages(client, "/v1/players/house/ledger", dashboard, limit=3)
+    assert (body["account"], body["kind"], body["balance"]) == ("house", "player", player)
+    assert body["entries_total"] == len(mine) and {e["seat"] for e in mine} <= {0, 1}
+    assert sum(e["amount"] for e in mine) == player == mine[-1]["balance"]
+    paid = [e for e in mine if e["counterparty_kind"] == "house"]
+    assert len(paid) == fees and all(e["amount"] < 0 and e["reason"] == "fee" for e in paid)
+
+    theirs, body = _pages(client, "/v1/house/ledger", dashboard, limit=2)
+    assert (body["account"], body["kind"], body["balance"]) == ("house", "house", house)
+    assert body["entries_total"] == len(theirs) and all(e["seat"] is None for e in theirs)
+    assert all(e["amount"] > 0 and e["reason"] == "fee" for e in theirs)
+    assert {e["counterparty_kind"] for e in theirs} == {"player"}
+    assert sum(e["amount"] for e in theirs) == house == theirs[-1]["balance"]
+    from_the_player = [e for e in theirs if e["counterparty"] == "house"]
+    assert sorted(e["amount"] for e in from_the_player) == sorted(-e["amount"] for e in paid)
+    # the whole tenant still sums to zero: players (the one named "house" among them) and the house
+    board = client.get("/v1/leaderboard", headers=dashboard).json()["players"]
+    assert sum(p["net_coins"] for p in board) + house == 0
+    assert next(p for p in board if p["player_id"] == "house")["net_coins"] == player
+    # tenant-scoped like every other read
+    stranger = make_key("other-" + uuid.uuid4().hex[:6], "dashboard")
+    assert client.get("/v1/house/ledger", headers=stranger).json()["error"] == "not_found"
+    assert client.get("/v1/players/house/ledger", headers=stranger).json()["error"] == "not_found"
 
 
 def test_events_stream_as_ndjson_for_bulk_export(client: Any, platform: dict[str, str]) -> None:

@@ -108,8 +108,9 @@ def test_player_ids_presets_and_pages(lenient: Any, keys: dict[str, Headers]) ->
             assert error_of(lenient.get(url, headers=h), 422)["field"] == "preset", url
         for query in ("after=-1", "after=x", "after=1.5", "after=" + "9" * 40, f"after={2**63}",
                       "limit=0", "limit=-5", "limit=99999", "limit=abc"):  # fmt: skip
-            body = error_of(lenient.get(f"/v1/players/p/ledger?{query}", headers=h), 422)
-            assert body["field"].startswith("query."), (query, body)
+            for url in ("/v1/players/p/ledger", "/v1/house/ledger"):
+                body = error_of(lenient.get(f"{url}?{query}", headers=h), 422)
+                assert body["field"].startswith("query."), (url, query, body)
             if role != "dashboard":
                 assert (
                     error_of(lenient.get(f"/v1/discrepancies?{query}", headers=h), 422)["error"]
@@ -118,6 +119,7 @@ def test_player_ids_presets_and_pages(lenient: Any, keys: dict[str, Headers]) ->
         for query in ("limit=0", "limit=9999", "by=garbage", "by=", "by=player_id", "by=%00"):
             error_of(lenient.get(f"/v1/leaderboard?{query}", headers=h), 422)
         assert lenient.get(f"/v1/players/p/ledger?after={2**63 - 1}", headers=h).status_code == 404
+        assert lenient.get(f"/v1/house/ledger?after={2**63 - 1}", headers=h).status_code == 404
         assert lenient.get("/v1/leaderboard?preset=xiangyang", headers=h).status_code == 200
 
 
@@ -150,7 +152,7 @@ def test_malformed_authorization_headers_are_401(
         for url in (f"/v1/tables/{table}/state", "/v1/players/p/stats", "/v1/leaderboard"):
             body = error_of(lenient.get(url, headers={"Authorization": auth}), 401)
             assert body["error"] == "unauthorized"
-    for url in (f"/v1/tables/{table}/audit", "/v1/discrepancies", "/v1/players/p/ledger"):
+    for url in (f"/v1/tables/{table}/audit", "/v1/discrepancies", "/v1/players/p/ledger", "/v1/house/ledger"):
         assert error_of(lenient.get(url), 401)["error"] == "unauthorized"
 
 
@@ -158,17 +160,19 @@ ROUTES = ["state", "audit", "hands/1/settlement", "events"]
 # who may read what: platform its tenant's tables (no audit), support everything of its tenant,
 # dashboard only players, the leaderboard (and not the discrepancy feed)
 ALLOWED = {
-    "platform": {"state", "hands/1/settlement", "events", "stats", "ledger", "leaderboard", "discrepancies"},
-    "support": {"state", "audit", "hands/1/settlement", "events", "stats", "ledger", "leaderboard",
-                "discrepancies"},
-    "dashboard": {"stats", "ledger", "leaderboard"},
+    "platform": {"state", "hands/1/settlement", "events", "stats", "ledger", "house/ledger", "leaderboard",
+                 "discrepancies"},
+    "support": {"state", "audit", "hands/1/settlement", "events", "stats", "ledger", "house/ledger",
+                "leaderboard", "discrepancies"},
+    "dashboard": {"stats", "ledger", "house/ledger", "leaderboard"},
 }  # fmt: skip
 
 
 def test_role_matrix_on_every_route(lenient: Any, keys: dict[str, Headers], table: str) -> None:
     player = legal_table(7, 1)[0]["players"][0]
     global_routes = {"stats": f"/v1/players/{player}/stats", "ledger": f"/v1/players/{player}/ledger",
-                     "leaderboard": "/v1/leaderboard", "discrepancies": "/v1/discrepancies"}  # fmt: skip
+                     "house/ledger": "/v1/house/ledger", "leaderboard": "/v1/leaderboard",
+                     "discrepancies": "/v1/discrepancies"}  # fmt: skip
     for role in ("platform", "support", "dashboard"):
         for route in ROUTES:
             answer = lenient.get(f"/v1/tables/{table}/{route}", headers=keys[role])
