@@ -13,11 +13,10 @@ from collections.abc import Iterable
 from typing import Any
 
 import msgspec
-from sqlalchemy.dialects.postgresql import insert
 
 from projections.model import Fact, SettlementCompared
 from projections.schema import discrepancies
-from projections.sql import Connection, execute_many
+from projections.sql import Connection, MultiRowInsert
 
 NAME = "discrepancies"
 
@@ -101,9 +100,11 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
 
 
 def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
-    if batch:
-        execute_many(conn, _insert, batch, cache="discrepancies.1")
+    _INSERT.execute(conn, batch)
 
 
-def _insert() -> Any:
-    return insert(discrepancies).on_conflict_do_nothing(index_elements=["table_id", "reported_event"])
+_INSERT = MultiRowInsert(
+    discrepancies,
+    [c.name for c in discrepancies.columns],
+    "ON CONFLICT (table_id, reported_event) DO NOTHING",
+)

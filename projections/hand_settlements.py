@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from sqlalchemy.dialects.postgresql import insert
 
 from projections.model import Fact, HandSettled
 from projections.schema import hand_settlements
-from projections.sql import Connection, execute_many
+from projections.sql import Connection, MultiRowInsert
 
 NAME = "hand_settlements"
 
@@ -46,9 +45,12 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
 def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
     if not batch:
         return
-    # Idempotent on the key: a re-applied batch (impossible with the checkpoint, but cheap) is a no-op.
-    execute_many(conn, _insert, batch, cache="hand_settlements.1")
+    _INSERT.execute(conn, batch)
 
 
-def _insert() -> Any:
-    return insert(hand_settlements).on_conflict_do_nothing(index_elements=["table_id", "ordinal"])
+# Idempotent on the key: a re-applied batch (impossible with the checkpoint, but cheap) is a no-op.
+_INSERT = MultiRowInsert(
+    hand_settlements,
+    [c.name for c in hand_settlements.columns],
+    "ON CONFLICT (table_id, ordinal) DO NOTHING",
+)

@@ -16,11 +16,10 @@ from collections.abc import Iterable
 from typing import Any
 
 import msgspec
-from sqlalchemy.dialects.postgresql import insert
 
 from projections.model import Fact, HandSettled, TableInfo
 from projections.schema import ledger_accounts, ledger_entries
-from projections.sql import Connection, execute_many
+from projections.sql import Connection, MultiRowInsert
 
 NAME = "ledger"
 HOUSE = "house"
@@ -128,7 +127,7 @@ def write(conn: Connection, batch: list[Entry]) -> None:
     for tenant, kind, account, balance, n in result.fetchall():
         opening[(tenant, kind, account)] = (int(balance), int(n))
     entry_rows, closing = with_balances(batch, opening)
-    execute_many(conn, _entries_insert, entry_rows, cache="ledger.1")
+    _ENTRIES_INSERT.execute(conn, entry_rows)
     changed = [
         {
             "tenant": k[0],
@@ -139,7 +138,7 @@ def write(conn: Connection, batch: list[Entry]) -> None:
         }
         for k in keys
     ]
-    execute_many(conn, _accounts_upsert, changed, cache="ledger.2")
+    _ACCOUNTS_UPSERT.execute(conn, changed)
 
 
 _OPENING = (
@@ -148,14 +147,14 @@ _OPENING = (
     "ON a.tenant = k.tenant AND a.account_kind = k.account_kind AND a.account = k.account"
 )
 
-
-def _entries_insert() -> Any:
-    return insert(ledger_entries)
-
-
-def _accounts_upsert() -> Any:
-    stmt = insert(ledger_accounts)
-    return stmt.on_conflict_do_update(
-        index_elements=["tenant", "account_kind", "account"],
-        set_={"balance": stmt.excluded.balance, "entries": stmt.excluded.entries},
-    )
+# entry_id (serial) numbers the entries in the order given, as the row-by-row inserts did
+_ENTRIES_INSERT = MultiRowInsert(
+    ledger_entries, [c.name for c in ledger_entries.columns if c.name != "entry_id"]
+)
+# keys are unique per batch (one row per account), as ON CONFLICT DO UPDATE requires
+_ACCOUNTS_UPSERT = MultiRowInsert(
+    ledger_accounts,
+    ["tenant", "account_kind", "account", "balance", "entries"],
+    "ON CONFLICT (tenant, account_kind, account) "
+    "DO UPDATE SET balance = excluded.balance, entries = excluded.entries",
+)

@@ -9,12 +9,10 @@ from collections import Counter
 from typing import Any
 
 import msgspec
-from sqlalchemy import func
-from sqlalchemy.dialects.postgresql import insert
 
 from projections.model import Fact, HandSettled, LouHuIncurred
 from projections.schema import STAT_COUNTERS, player_patterns, player_stats
-from projections.sql import Connection, execute_many
+from projections.sql import Connection, MultiRowInsert
 
 NAME = "player_stats"
 
@@ -153,27 +151,28 @@ def write(conn: Connection, batch: list[StatDelta]) -> None:
             row[name] = d.counters.get(name, 0)
         row["max_multiplier"] = d.max_multiplier
         values.append(row)
-    execute_many(conn, _stats_upsert, values, cache="player_stats.1")
+    _STATS_UPSERT.execute(conn, values)
     pattern_rows = [
         {"tenant": d.tenant, "player_id": d.player_id, "preset": d.preset, "pattern": p, "wins": n}
         for key in sorted(merged)
         for d in (merged[key],)
         for p, n in sorted(Counter(d.patterns).items())
     ]
-    if pattern_rows:
-        execute_many(conn, _patterns_upsert, pattern_rows, cache="player_stats.2")
+    _PATTERNS_UPSERT.execute(conn, pattern_rows)
 
 
-def _stats_upsert() -> Any:
-    stmt = insert(player_stats)
-    set_: dict[str, Any] = {name: player_stats.c[name] + stmt.excluded[name] for name in STAT_COUNTERS}
-    set_["max_multiplier"] = func.greatest(player_stats.c.max_multiplier, stmt.excluded.max_multiplier)
-    return stmt.on_conflict_do_update(index_elements=["tenant", "player_id", "preset"], set_=set_)
-
-
-def _patterns_upsert() -> Any:
-    stmt = insert(player_patterns)
-    return stmt.on_conflict_do_update(
-        index_elements=["tenant", "player_id", "preset", "pattern"],
-        set_={"wins": player_patterns.c.wins + stmt.excluded.wins},
-    )
+# Keys are unique per batch (merged), as ON CONFLICT DO UPDATE requires; counters add up, the
+# maximum stays the maximum.
+_STATS_UPSERT = MultiRowInsert(
+    player_stats,
+    ["tenant", "player_id", "preset", *STAT_COUNTERS, "max_multiplier"],
+    "ON CONFLICT (tenant, player_id, preset) DO UPDATE SET "
+    + ", ".join(f"{c} = {player_stats.name}.{c} + excluded.{c}" for c in STAT_COUNTERS)
+    + f", max_multiplier = greatest({player_stats.name}.max_multiplier, excluded.max_multiplier)",
+)
+_PATTERNS_UPSERT = MultiRowInsert(
+    player_patterns,
+    ["tenant", "player_id", "preset", "pattern", "wins"],
+    "ON CONFLICT (tenant, player_id, preset, pattern) "
+    f"DO UPDATE SET wins = {player_patterns.name}.wins + excluded.wins",
+)

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.dialects.postgresql import insert
-
 from projections.model import Fact, SnapshotTaken
 from projections.schema import snapshots
-from projections.sql import Connection, execute_many
+from projections.sql import Connection, MultiRowInsert
 
 NAME = "snapshots"
 
@@ -28,9 +26,9 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
 
 
 def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
-    if batch:
-        execute_many(conn, _insert, batch, cache="snapshots.1")
+    _INSERT.execute(conn, batch)
 
 
-def _insert() -> Any:
-    return insert(snapshots).on_conflict_do_nothing(index_elements=["table_id", "version"])
+_INSERT = MultiRowInsert(
+    snapshots, ["table_id", "version", "hand", "state"], "ON CONFLICT (table_id, version) DO NOTHING"
+)

@@ -3,12 +3,15 @@ driver: psycopg_pool; statements are built with Core and compiled for the psycop
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import msgspec
 import psycopg
 from psycopg.types.json import Jsonb
+from sqlalchemy import BigInteger, Integer, LargeBinary, Numeric, String, Table, Text
 from sqlalchemy.dialects import postgresql as pg_dialects
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql import ClauseElement
 
 _DIALECT = pg_dialects.psycopg.dialect()  # type: ignore[attr-defined]
@@ -56,6 +59,57 @@ def execute_many(
             _TEXTS[(cache, tuple(keys))] = text
     with conn.cursor() as cur:
         cur.executemany(text, [{k: _adapt(r[k]) for k in keys} for r in rows])  # type: ignore[arg-type]
+
+
+def _record_type(table: Table, key: str) -> tuple[str, str]:
+    """(type in the record definition, SQL that turns ``r."key"`` into the column's value)."""
+    t = table.c[key].type
+    ref = f'r."{key}"'
+    if isinstance(t, JSONB):
+        return "jsonb", ref
+    if isinstance(t, Integer | BigInteger):
+        return "int8", ref
+    if isinstance(t, String | Text):
+        return "text", ref
+    if isinstance(t, LargeBinary):  # msgspec encodes bytes as base64
+        return "text", f"decode({ref}, 'base64')"
+    if isinstance(t, Numeric):
+        return "numeric", ref
+    raise TypeError(f"{table.name}.{key}: no record type for {t!r}")
+
+
+_json_encode = msgspec.json.encode
+
+
+class MultiRowInsert:
+    """``INSERT INTO table (cols) SELECT … FROM json_to_recordset(%s::json) AS r(col type, …)
+    [tail]``: many rows in one statement and one parameter — the rows encoded as one JSON array by
+    msgspec — where ``executemany`` had psycopg adapt every value of every row in Python and
+    PostgreSQL bind and execute the statement row by row.
+
+    Rows are dicts (keys beyond ``keys`` are ignored); values are what msgspec encodes: str, int,
+    None (SQL NULL), dict/list/Struct for JSONB columns, bytes for bytea. They go in in the order
+    given (``json_to_recordset`` yields the array in order, so a serial column numbers them in that
+    order). ``tail``: e.g. an ``ON CONFLICT`` clause; a ``DO UPDATE`` must not meet the same key
+    twice in one call (PostgreSQL refuses), a ``DO NOTHING`` keeps the first."""
+
+    def __init__(self, table: Table, keys: Sequence[str], tail: str = "") -> None:
+        self.table = table
+        self.keys = tuple(keys)
+        types = [_record_type(table, k) for k in self.keys]
+        cols = ", ".join(f'"{k}"' for k in self.keys)
+        record = ", ".join(f'"{k}" {t}' for k, (t, _) in zip(self.keys, types, strict=True))
+        select = ", ".join(expr for _, expr in types)
+        self.text = (
+            f"INSERT INTO {table.name} ({cols}) SELECT {select} "
+            f"FROM json_to_recordset(%s::json) AS r({record})"
+        )
+        if tail:
+            self.text += " " + tail
+
+    def execute(self, conn: psycopg.Connection[Any], rows: Sequence[Mapping[str, Any]]) -> None:
+        if rows:
+            conn.execute(self.text, (_json_encode(rows).decode(),))
 
 
 Connection = psycopg.Connection[Any]

@@ -1,0 +1,191 @@
+"""The read models' multi-row write path (projections.sql.MultiRowInsert) against PostgreSQL:
+given 0, 1 or many rows → when written in one statement → then the table holds exactly those
+rows, in order, with JSONB, bytea and NULLs intact; the upserts accumulate as row-by-row did."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.types.json import Jsonb
+from sqlalchemy import BigInteger, Column, Integer, LargeBinary, MetaData, Numeric, String, Table, Text
+from sqlalchemy.dialects.postgresql import JSONB
+
+from projections import ledger, player_stats
+from projections.player_stats import StatDelta
+from projections.schema import STAT_COUNTERS
+from projections.sql import MultiRowInsert
+
+pytestmark = pytest.mark.db
+
+SCRATCH = Table(
+    "scratch_multirow",
+    MetaData(),
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("k", String(16), nullable=False),
+    Column("n", Integer, nullable=True),
+    Column("big", BigInteger, nullable=False),
+    Column("note", Text, nullable=False),
+    Column("doc", JSONB, nullable=True),
+    Column("blob", LargeBinary, nullable=True),
+    Column("exact", Numeric(20, 0), nullable=True),
+)
+KEYS = ["k", "n", "big", "note", "doc", "blob", "exact"]
+
+
+@pytest.fixture()
+def conn(container: Any) -> Iterator[psycopg.Connection[Any]]:
+    """A connection inside a transaction that is rolled back, with the scratch table."""
+    with container.pool.connection() as c:
+        tx = c.transaction(force_rollback=True)
+        with tx:
+            c.execute(
+                f"CREATE TEMP TABLE {SCRATCH.name} (id bigserial PRIMARY KEY, k varchar(16) NOT NULL "
+                "UNIQUE, n integer, big bigint NOT NULL, note text NOT NULL, doc jsonb, blob bytea, "
+                "exact numeric(20, 0)) ON COMMIT DROP"
+            )
+            yield c
+
+
+def _row(i: int, **over: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "k": f"k{i}",
+        "n": i,
+        "big": 2**40 + i,
+        "note": f'quote " backslash \\ newline \n 漏胡 {i}',
+        "doc": {"i": i, "list": [1, "two", None], "nested": {"z": True, "a": "é"}},
+        "blob": bytes([i % 256, 0, 255, 10]),
+        "exact": 2**63 + i,
+    }
+    row.update(over)
+    return row
+
+
+def _stored(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+    return conn.execute(f"SELECT {', '.join(KEYS)} FROM {SCRATCH.name} ORDER BY id").fetchall()
+
+
+def _expected(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [tuple(r[k] for k in KEYS) for r in rows]
+
+
+def test_no_rows_runs_no_statement(conn: psycopg.Connection[Any]) -> None:
+    class Refuses:
+        def execute(self, *args: Any) -> None:
+            raise AssertionError("no statement expected")
+
+    MultiRowInsert(SCRATCH, KEYS).execute(Refuses(), [])  # type: ignore[arg-type]
+    assert _stored(conn) == []
+
+
+def test_one_row_round_trips(conn: psycopg.Connection[Any]) -> None:
+    rows = [_row(1)]
+    MultiRowInsert(SCRATCH, KEYS).execute(conn, rows)
+    assert _stored(conn) == _expected(rows)
+
+
+def test_many_rows_in_order_with_nulls(conn: psycopg.Connection[Any]) -> None:
+    rows = [_row(i) for i in range(300)]
+    rows[7] = _row(7, n=None, doc=None, blob=None, exact=None)
+    rows[8] = _row(8, doc=[], blob=b"")
+    MultiRowInsert(SCRATCH, KEYS).execute(conn, rows)
+    assert _stored(conn) == _expected(rows)  # ids (serial) follow the order given
+    # a JSONB None is SQL NULL, as psycopg's adaptation of None was (not JSON null)
+    assert conn.execute(f"SELECT doc IS NULL FROM {SCRATCH.name} WHERE k = 'k7'").fetchone() == (True,)
+
+
+def test_json_is_the_same_jsonb_as_psycopgs_adaptation(conn: psycopg.Connection[Any]) -> None:
+    doc = _row(3)["doc"]
+    MultiRowInsert(SCRATCH, KEYS).execute(conn, [_row(3)])
+    same = conn.execute(f"SELECT doc = %s FROM {SCRATCH.name}", (Jsonb(doc),)).fetchone()
+    assert same == (True,)
+
+
+def test_extra_keys_are_ignored(conn: psycopg.Connection[Any]) -> None:
+    MultiRowInsert(SCRATCH, KEYS).execute(conn, [dict(_row(1), unrelated="x")])
+    assert _stored(conn) == _expected([_row(1)])
+
+
+def test_on_conflict_do_nothing_keeps_the_first(conn: psycopg.Connection[Any]) -> None:
+    stmt = MultiRowInsert(SCRATCH, KEYS, "ON CONFLICT (k) DO NOTHING")
+    stmt.execute(conn, [_row(1, note="first"), _row(2), _row(1, note="same call")])
+    stmt.execute(conn, [_row(2, note="later call"), _row(3)])
+    assert [(r[0], r[3]) for r in _stored(conn)] == [
+        ("k1", "first"),
+        ("k2", _row(2)["note"]),
+        ("k3", _row(3)["note"]),
+    ]
+
+
+def test_player_stats_upsert_accumulates_across_batches(container: Any) -> None:
+    tenant = "t-" + uuid.uuid4().hex[:10]
+
+    def delta(player: str, preset: str, mult: int, **counters: int) -> StatDelta:
+        d = StatDelta(tenant=tenant, player_id=player, preset=preset, max_multiplier=mult)
+        for name, n in counters.items():
+            d.add(name, n)
+        d.patterns = {"ping_hu": counters.get("wins", 0)} if counters.get("wins") else {}
+        return d
+
+    batches = [
+        [delta("ann", "default", 4, wins=1, net_coins=5), delta("bo", "default", 0, net_coins=-5)],
+        [delta("ann", "default", 2, wins=2, net_coins=-3), delta("ann", "xiaogan", 8, wins=1)],
+        [delta("bo", "default", 16, wins=1, net_coins=7), delta("ann", "default", 0, lou_hu_incurred=1)],
+    ]
+    with container.pool.connection() as conn, conn.transaction(force_rollback=True):
+        for batch in batches:
+            player_stats.write(conn, batch)
+        got = {
+            (p, preset): row
+            for p, preset, *row in conn.execute(
+                f"SELECT player_id, preset, {', '.join(STAT_COUNTERS)}, max_multiplier "
+                "FROM proj_player_stats WHERE tenant = %s",
+                (tenant,),
+            ).fetchall()
+        }
+        patterns = conn.execute(
+            "SELECT player_id, preset, pattern, wins FROM proj_player_patterns WHERE tenant = %s "
+            "ORDER BY 1, 2, 3",
+            (tenant,),
+        ).fetchall()
+    merged = player_stats.merge([d for b in batches for d in b])
+    assert got == {
+        (d.player_id, d.preset): [d.counters.get(c, 0) for c in STAT_COUNTERS] + [d.max_multiplier]
+        for d in merged.values()
+    }
+    assert got[("ann", "default")][STAT_COUNTERS.index("wins")] == 3
+    assert got[("ann", "default")][-1] == 4  # the maximum, not the last
+    assert patterns == [
+        ("ann", "default", "ping_hu", 3),
+        ("ann", "xiaogan", "ping_hu", 1),
+        ("bo", "default", "ping_hu", 1),
+    ]
+
+
+def test_ledger_accounts_carry_the_closing_balance_across_batches(container: Any) -> None:
+    tenant = "t-" + uuid.uuid4().hex[:10]
+
+    def entry(account: str, amount: int, line: int) -> ledger.Entry:
+        return ledger.Entry(
+            tenant=tenant, account_kind="player", account=account, amount=amount,
+            counterparty_kind="player", counterparty="x", table_id="t", hand=1, ordinal=1,
+            line=line, event=3, reason="hu", seat=0, detail="", position=line,
+        )  # fmt: skip
+
+    with container.pool.connection() as conn, conn.transaction(force_rollback=True):
+        ledger.write(conn, [entry("ann", 5, 0), entry("bo", -5, 0), entry("ann", 2, 1)])
+        ledger.write(conn, [entry("ann", -4, 2)])
+        accounts = conn.execute(
+            "SELECT account, balance, entries FROM proj_ledger_accounts WHERE tenant = %s ORDER BY 1",
+            (tenant,),
+        ).fetchall()
+        entries = conn.execute(
+            "SELECT account, seq, amount, balance, seat FROM proj_ledger_entries WHERE tenant = %s "
+            "ORDER BY entry_id",
+            (tenant,),
+        ).fetchall()
+    assert accounts == [("ann", 3, 3), ("bo", -5, 1)]
+    assert entries == [("ann", 1, 5, 5, 0), ("bo", 1, -5, -5, 0), ("ann", 2, 2, 7, 0), ("ann", 3, -4, 3, 0)]
