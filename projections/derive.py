@@ -73,7 +73,13 @@ def _lou_hu_may_differ(before: Any, after: Any) -> bool:
     if getattr(before, "lou_hu_log", ()) is not getattr(after, "lou_hu_log", ()):
         return True
     hand_before, hand_after = getattr(before, "hand", None), getattr(after, "hand", None)
+    if hand_before is hand_after:  # the same hand object: the same log
+        return False
     return getattr(hand_before, "lou_hu_log", ()) is not getattr(hand_after, "lou_hu_log", ())
+
+
+# Event classes are final (no subclasses), so ``type(event) is X`` decides what ``isinstance`` did.
+_SETTLES_PENDING = frozenset({MaDrawn, HandStarted, TableClosed})
 
 
 def _record_for(state: Any, hand_no: int) -> Any:
@@ -92,6 +98,7 @@ def advance(engine: Any, ctx: TableCtx, body: str | bytes | Event, at: EventRef)
     ctx.version = at.version
     try:
         event = decode_event(body) if isinstance(body, str | bytes) else body
+        kind = type(event)
         after, _ruling, _accepted = engine.step(before, event)
         # A stored event was accepted when it was appended (legal, or recorded as a violation). If
         # an engine change refuses it now, keep folding with the reducer so the version stays aligned.
@@ -101,13 +108,13 @@ def advance(engine: Any, ctx: TableCtx, body: str | bytes | Event, at: EventRef)
         ctx.failures += 1
         raise Unreadable(f"{ctx.table_id} v{at.version}: {exc}") from exc
     ctx.state = after
-    if isinstance(event, TableOpened):
+    if kind is TableOpened and isinstance(event, TableOpened):  # (isinstance: for the type checker)
         ctx.info = _info(ctx, event, after)
     info = ctx.info
     if info is None:
         return []
     facts: list[Fact] = []
-    if isinstance(event, HandStarted):
+    if kind is HandStarted and isinstance(event, HandStarted):
         facts.append(
             SnapshotTaken(info=info, at=at, hand=event.hand, state=bytes(engine.encode_state(after)))
         )
@@ -124,20 +131,21 @@ def advance(engine: Any, ctx: TableCtx, body: str | bytes | Event, at: EventRef)
             )  # fmt: skip
     # Settlements: final when the engine produces them, except a self-draw on a 买码 table, which
     # the ma_drawn event settles again; that one is held until ma_drawn (or the next hand).
-    if ctx.pending_ordinal and (isinstance(event, MaDrawn | HandStarted | TableClosed)):
-        source_state = before if isinstance(event, HandStarted) else after
+    if ctx.pending_ordinal and kind in _SETTLES_PENDING:
+        source_state = before if kind is HandStarted else after
         if len(source_state.settlements) >= ctx.pending_ordinal:
             s = source_state.settlements[ctx.pending_ordinal - 1]
             facts.extend(_settled(ctx, info, at, ctx.pending_ordinal, s, _record_for(source_state, s.hand)))
         ctx.pending_ordinal = 0
     settled_before = len(before.settlements)
-    for i, settlement in enumerate(after.settlements[settled_before:], start=settled_before + 1):
-        record = _record_for(after, settlement.hand)
-        if _ma_may_follow(after, record):
-            ctx.pending_ordinal = i
-            continue
-        facts.extend(_settled(ctx, info, at, i, settlement, record))
-    if isinstance(event, SettlementReported):
+    if len(after.settlements) != settled_before:
+        for i, settlement in enumerate(after.settlements[settled_before:], start=settled_before + 1):
+            record = _record_for(after, settlement.hand)
+            if _ma_may_follow(after, record):
+                ctx.pending_ordinal = i
+                continue
+            facts.extend(_settled(ctx, info, at, i, settlement, record))
+    if kind is SettlementReported and isinstance(event, SettlementReported):
         lines = tuple(ReportedLine(from_=t.from_, to=t.to, amount=t.amount) for t in event.transfers)
         computed = next((s for s in reversed(after.settlements) if s.hand == event.hand), None)
         pending_hand = after.settlements[ctx.pending_ordinal - 1].hand if ctx.pending_ordinal else None
@@ -145,7 +153,7 @@ def advance(engine: Any, ctx: TableCtx, body: str | bytes | Event, at: EventRef)
             ctx.pending_reports[event.hand] = (at.version, lines)
         else:
             facts.append(_compared(info, at, event.hand, at.version, lines, computed))
-    if isinstance(event, TableClosed):  # reports of hands that were never settled: computed is None
+    if kind is TableClosed:  # reports of hands that were never settled: computed is None
         for hand_no, (reported_event, lines) in sorted(ctx.pending_reports.items()):
             facts.append(_compared(info, at, hand_no, reported_event, lines, None))
         ctx.pending_reports.clear()
