@@ -192,25 +192,35 @@ class Projector:
                 return 0
             self._prefetch_tenants(conn, events)
             rows: dict[str, list[Any]] = {n: [] for n in names}
-            counts: dict[str, int] = dict.fromkeys(names, 0)
-            modules = [(n, registry.BY_NAME[n]) for n in names]
+            modules = [(n, registry.BY_NAME[n], rows[n], cps[n]) for n in names]
+            # Every event read is after ``start``; a model whose checkpoint is further on (a
+            # rebuild of some models) counts only the events after its own.
+            counts = {
+                n: len(events) if cps[n] == start else sum((e.tx_id, e.position) > cps[n] for e in events)
+                for n in names
+            }
+            engine = self.engine
+            table_id: str | None = None
+            ctx: TableCtx | None = None
             for ev in events:
-                key = (ev.tx_id, ev.position)
-                ctx = self._ctx(ev.table_id, ev.version)
+                # Consecutive events of one table (an append's) reuse its context: _ctx would
+                # return the same one, already last in the LRU.
+                if ev.table_id != table_id or ctx is None or ctx.version != ev.version - 1:
+                    table_id = ev.table_id
+                    ctx = self._ctx(table_id, ev.version)
                 facts: list[Fact] = advance(
-                    self.engine,
-                    ctx,
-                    ev.body,
-                    EventRef(version=ev.version, position=ev.position, tx_id=ev.tx_id),
+                    engine, ctx, ev.body, EventRef(version=ev.version, position=ev.position, tx_id=ev.tx_id)
                 )
-                for name, module in modules:
-                    if key > cps[name]:
-                        counts[name] += 1
+                if not facts:
+                    continue
+                key = (ev.tx_id, ev.position)
+                for _name, module, out, cp in modules:
+                    if key > cp:
                         for fact in facts:
-                            rows[name].extend(module.rows(fact))
+                            out.extend(module.rows(fact))
             last = (events[-1].tx_id, events[-1].position)
-            moved = [name for name, _ in modules if counts[name]]
-            for name, module in modules:
+            moved = [name for name in names if counts[name]]
+            for name, module, _, _ in modules:
                 if counts[name]:
                     module.write(conn, rows[name])
             if moved:  # every model's checkpoint in one statement, after its rows
