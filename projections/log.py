@@ -28,10 +28,10 @@ class LogRow(NamedTuple):
     body: str  # the event as JSON text (jsonb output)
 
 
-# ORDER BY names the table's columns: an output column ``tx_id::text`` named ``tx_id`` would win
-# over the column and sort the xids as text ("1000" < "764").
+# ORDER BY names the table's columns: an output column named ``tx_id`` would win over the column
+# (and sort by the converted value, e.g. xids as text: "1000" < "764").
 READ_PAGE = (
-    "SELECT e.table_id, e.version, e.position, e.tx_id::text AS tx_text, e.body::text AS body_text "
+    "SELECT e.table_id, e.version, e.position, e.tx_id::text::int8 AS tx_int, e.body::text AS body_text "
     "FROM events e "
     "WHERE (e.tx_id, e.position) > (%s::text::xid8, %s) "
     "AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot()) "
@@ -42,4 +42,4 @@ READ_PAGE = (
 def read_page(conn: psycopg.Connection[Any], after: tuple[int, int], limit: int) -> list[LogRow]:
     """Up to ``limit`` events strictly after ``after`` = (tx_id, position), gap-free, in log order."""
     rows = conn.execute(READ_PAGE, (str(after[0]), after[1], limit)).fetchall()
-    return [LogRow(t, v, p, int(x), b) for t, v, p, x, b in rows]
+    return list(map(LogRow._make, rows))  # (tx_id as int8: xid8 values stay far below 2**63)
