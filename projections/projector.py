@@ -220,11 +220,14 @@ class Projector:
                             out.extend(module.rows(fact))
             last = (events[-1].tx_id, events[-1].position)
             moved = [name for name in names if counts[name]]
-            for name, module, _, _ in modules:
-                if counts[name]:
-                    module.write(conn, rows[name])
-            if moved:  # every model's checkpoint in one statement, after its rows
-                conn.execute(_MOVE, (last[0], last[1], moved, [counts[n] for n in moved]))
+            # One pipeline for the writes: sent back to back, one round trip (the opening balances'
+            # SELECT of the ledger syncs on its own); an error still fails the whole transaction.
+            with conn.pipeline():
+                for name, module, _, _ in modules:
+                    if counts[name]:
+                        module.write(conn, rows[name])
+                if moved:  # every model's checkpoint in one statement, after its rows
+                    conn.execute(_MOVE, (last[0], last[1], moved, [counts[n] for n in moved]))
             self.applied += len(events)
             return len(events)
 
