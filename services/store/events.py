@@ -109,8 +109,8 @@ _FAST_MOVE_HEAD = """
 
 # A head at the version the client expects, with its snapshot (the cache-miss fast path).
 _READ_HEAD = """
-    SELECT tenant, last_hash, snapshot_version, CASE WHEN snapshot_version > 0 THEN snapshot END
-      FROM table_heads WHERE table_id = %(t)s AND version = %(v)s
+    SELECT tenant, version, last_hash, snapshot_version, CASE WHEN snapshot_version > 0 THEN snapshot END
+      FROM table_heads WHERE table_id = %(t)s AND (version = %(v)s OR %(v)s::bigint IS NULL)
 """
 _READ_BODIES = """
     SELECT body::text FROM events
@@ -163,6 +163,14 @@ class EventStore:
             # its snapshot without locking, then take the same conditional fast path from there.
             stored = self._tip_from_head(table_id, expected_version)
             if stored is not None and stored.tenant == tenant:
+                fast = self._append_fast(tenant, table_id, stored, events, canon, create=False)
+        if fast is None and expected_version is None:
+            # No expected version and the guess failed: the cached tip was behind (another worker
+            # appended) or the "new" table exists. Once more from the head as stored — unless it is
+            # where the guess was (then the batch itself is the problem: the locking path says why).
+            stored = self._tip_from_head(table_id, None)
+            moved = stored is not None and (tip is None or stored.version != tip.version)
+            if stored is not None and moved and stored.tenant == tenant:
                 fast = self._append_fast(tenant, table_id, stored, events, canon, create=False)
         if fast is not None:
             return fast
@@ -217,18 +225,19 @@ class EventStore:
         self.cache.put(table_id, Tip(tenant, batch.version, batch.state, batch.last_hash, snapshot_version))
         return AppendResult(table_id, batch.version, tip.version + 1, len(events), batch.rulings)
 
-    def _tip_from_head(self, table_id: str, version: int) -> Tip | None:
-        """The table's tip as stored, when its head is at ``version``: the head's snapshot plus the
-        events after it, read without a lock (two round trips at most). None when the head is
-        elsewhere or the snapshot can't be used; the caller then takes the locking path. The tip is
-        only a guess like any cached one: the conditional ``UPDATE`` checks it."""
+    def _tip_from_head(self, table_id: str, version: int | None) -> Tip | None:
+        """The table's tip as stored, when its head is at ``version`` (None: wherever it is): the
+        head's snapshot plus the events after it, read without a lock (two round trips at most).
+        None when there is no such head or the snapshot can't be used; the caller then takes the
+        locking path. The tip is only a guess like any cached one: the conditional ``UPDATE``
+        checks it."""
         with self.pool.connection() as conn:
             conn.autocommit = True
             try:
                 row = conn.execute(_READ_HEAD, {"t": table_id, "v": version}).fetchone()
                 if row is None:
                     return None
-                tenant, last_hash, snapshot_version, snapshot = row
+                tenant, version, last_hash, snapshot_version, snapshot = row
                 state, start = self.engine.initial(), 0
                 if snapshot is not None:
                     try:

@@ -5,6 +5,7 @@ same as the documented FastAPI route gives (the app built with ``fast_append=Fal
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -131,10 +132,15 @@ def logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
 
     from services.api import answers, app
 
-    with capture_logs(processors=[structlog.contextvars.merge_contextvars]) as captured:
-        for module in (answers, app):
-            monkeypatch.setattr(module, "log", structlog.get_logger("kwx.api"))
-        yield captured
+    level = structlog.get_config()["wrapper_class"]  # another test may have configured "warning"
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    try:
+        with capture_logs(processors=[structlog.contextvars.merge_contextvars]) as captured:
+            for module in (answers, app):
+                monkeypatch.setattr(module, "log", structlog.get_logger("kwx.api"))
+            yield captured
+    finally:
+        structlog.configure(wrapper_class=level)
 
 
 @pytest.mark.parametrize(

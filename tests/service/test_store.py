@@ -320,3 +320,23 @@ def test_a_cache_miss_on_another_tenants_table_is_refused(store: EventStore) -> 
     with pytest.raises(Forbidden):
         store.append("other", table, 4, events_of(wire[4:8]))
     assert store.head(table).version == 4  # type: ignore[union-attr]
+
+
+def test_without_expected_version_a_stale_cache_retries_from_the_stored_head(store: EventStore) -> None:
+    """No ``expected_version``: the stale guess fails, the head is read once (no lock), and the
+    batch is stored through the fast path from there — also for a process that never saw the table."""
+    table, wire = new_table(), legal_table(20, hands=4)
+    other = EventStore(store.pool, store.engine)
+    store.append("acme", table, None, events_of(wire[:30]))  # this store's cache: v30
+    other.append("acme", table, None, events_of(wire[30:60]))  # new to `other`: the table exists
+    assert (other.fast_appends, other.locked_appends) == (1, 0)
+    fast, locked = store.fast_appends, store.locked_appends
+    result = store.append("acme", table, None, events_of(wire[60:90]))  # this cache is behind
+    assert (result.first_version, result.version) == (61, 90)
+    assert (store.fast_appends - fast, store.locked_appends - locked) == (1, 0)
+    tip = store.cache.peek(table)
+    assert tip is not None and store.engine.encode_state(tip.state) == _folded(store, wire[:90])
+    # a re-send (no expected version) is still recognised as a replay, by the locking path
+    again = store.append("acme", table, None, events_of(wire[60:90]))
+    assert again.replayed and (again.first_version, again.version) == (61, 90)
+    assert store.verify(table)[2] == []
