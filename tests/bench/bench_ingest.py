@@ -39,6 +39,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from tests.service.serving import free_port, tree_cpu, wait_healthy
+
 BATCH = 100
 REPEAT = int(os.environ.get("KWX_BENCH_REPEAT", "3"))  # best of N: the machine is shared
 TABLES = int(os.environ.get("KWX_BENCH_TABLES", "48"))
@@ -52,12 +54,6 @@ def _tables() -> list[list[dict[str, Any]]]:
         simulate_table(random.Random(seed), HANDS, {"preset": "default"}, f"b{seed}")
         for seed in range(TABLES)
     ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 PLAIN = (
@@ -171,27 +167,6 @@ def _read_response(answers: Any) -> tuple[int, bytes]:
     return status, answers.read(length)
 
 
-def tree_cpu(pid: int) -> float:
-    """CPU seconds (user + system) used so far by ``pid`` and every live descendant (Linux /proc)."""
-    parents: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    total, todo = 0.0, [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        todo.extend(parents.get(current, ()))
-    return total
-
-
 def postmaster_pid(base_dir: Path) -> int:
     return int(next(base_dir.rglob("postmaster.pid")).read_text().split()[0])
 
@@ -209,9 +184,7 @@ def wait_quiet(pids: tuple[int, ...], timeout: float = 20.0) -> None:
 def start_server(url: str, projector: str, workers: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
     """``kwx serve`` with ``KWX_PROJECTOR=projector`` (on: a child process; thread; off) and
     ``workers`` HTTP worker processes (None: ``KWX_WORKERS`` as set, else kwx's default)."""
-    import httpx
-
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, DATABASE_URL=url, KWX_PROJECTOR=projector)
     if workers is not None:
         env["KWX_WORKERS"] = str(workers)
@@ -221,17 +194,12 @@ def start_server(url: str, projector: str, workers: int | None = None) -> tuple[
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline or proc.poll() is not None:
-            proc.kill()
-            raise RuntimeError("kwx serve did not start")
-        time.sleep(0.2)
+    try:
+        wait_healthy(base, proc, 60)
+    except AssertionError:
+        proc.kill()
+        raise RuntimeError("kwx serve did not start") from None
+    return proc, base
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

@@ -39,7 +39,6 @@ import logging
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -456,11 +455,10 @@ def bench_kwx_http(admin_url: str, tables: Tables, results: Results) -> None:
     except ImportError as exc:
         print(f"  (f) kwx HTTP ingest skipped: {exc}")
         return
-    import httpx
-
     from services.bootstrap import bootstrap
     from services.db import ensure_database
     from services.settings import Settings
+    from tests.service.serving import free_port, wait_healthy
 
     ensure_database(admin_url, "peers_http")
     url = _with_database(admin_url, "peers_http")
@@ -470,9 +468,7 @@ def bench_kwx_http(admin_url: str, tables: Tables, results: Results) -> None:
     finally:
         container.close()
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = free_port()
     env = dict(os.environ, DATABASE_URL=url, KWX_LOG_LEVEL=os.environ.get("KWX_LOG_LEVEL", "info"))
     # The server's in-process projector competes with ingest for the 2 cores: say which it was.
     projector = f"  (KWX_PROJECTOR={os.environ.get('KWX_PROJECTOR') or 'on (default)'})"
@@ -482,16 +478,10 @@ def bench_kwx_http(admin_url: str, tables: Tables, results: Results) -> None:
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("kwx serve did not start")
-            time.sleep(0.2)
+        try:
+            wait_healthy(base, proc, 60)
+        except AssertionError:
+            raise RuntimeError("kwx serve did not start") from None
         bench_http(base, key, tables[:WARM], 1, "httpwarm")
         for clients in HTTP_CLIENTS:
             n, seconds = bench_http(base, key, tables, clients, f"http{clients}")

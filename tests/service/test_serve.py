@@ -8,24 +8,17 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.service.serving import free_port, wait_healthy
 from tests.service.streams import legal_table
 
 pytestmark = pytest.mark.db
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _stop_embedded(pgdata: Path) -> None:
@@ -45,7 +38,7 @@ def test_kwx_serve_on_the_embedded_postgres() -> None:
     data = Path(tempfile.mkdtemp(prefix="kwx-serve-"))
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DATABASE_URL")}
     env.update(KWX_DATA_DIR=str(data / "kwx"), KWX_PROJECTOR="off")
-    port = _free_port()
+    port = free_port()
     out = data / "serve.out"
     with out.open("wb") as sink:
         serve = subprocess.Popen(
@@ -56,16 +49,7 @@ def test_kwx_serve_on_the_embedded_postgres() -> None:
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert serve.poll() is None, out.read_text()
-            assert time.monotonic() < deadline, "kwx serve did not answer in time"
-            time.sleep(0.3)
+        wait_healthy(base, serve, 90, out)
         banner = out.read_text()
         assert f"listening on http://127.0.0.1:{port}" in banner and "kwx keys create" in banner
         assert "embedded" in banner and "migrated" in banner

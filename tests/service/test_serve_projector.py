@@ -7,11 +7,9 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,41 +17,16 @@ import psycopg
 import pytest
 
 from services.store.keys import KeyStore
+from tests.service.serving import alive, free_port, wait_for, wait_healthy
 from tests.service.streams import legal_table
 
 pytestmark = pytest.mark.db
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _wait_for(check: Any, seconds: float, what: str) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
-
-
 def _start(url: str, out: Path) -> tuple[subprocess.Popen[bytes], str, int]:
-    import httpx
-
     env = {k: v for k, v in os.environ.items() if k != "TEST_DATABASE_URL"}
     env.update(DATABASE_URL=url, KWX_PROJECTOR="on", KWX_LOG_LEVEL="info")
-    port = _free_port()
+    port = free_port()
     with out.open("wb") as sink:
         serve = subprocess.Popen(
             [sys.executable, "-m", "services.cli", "serve", "--port", str(port)],
@@ -62,15 +35,7 @@ def _start(url: str, out: Path) -> tuple[subprocess.Popen[bytes], str, int]:
             stderr=sink,
         )
     base = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        assert serve.poll() is None, out.read_text()
-        try:
-            return httpx.get(f"{base}/v1/health", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    _wait_for(healthy, 90, "kwx serve did not answer in time")
+    wait_healthy(base, serve, 90, out)
     found = re.search(r"projector: child process (\d+) \(kwx projections follow", out.read_text())
     assert found, out.read_text()
     return serve, base, int(found.group(1))
@@ -101,18 +66,18 @@ def test_the_projector_runs_as_a_child_process_and_stops_with_the_server(
                 ).fetchone()
             return int(row[0]) if row else 0
 
-        assert _wait_for(settled, 60, "the child projector did not project the table") >= 1
+        assert wait_for(settled, 60, "the child projector did not project the table") >= 1
     finally:
         serve.terminate()
         serve.wait(30)
-    _wait_for(lambda: not _alive(child), 15, "the projector outlived kwx serve")
+    wait_for(lambda: not alive(child), 15, "the projector outlived kwx serve")
 
     # killed outright, the server cannot stop its child: the child notices (PR_SET_PDEATHSIG)
     serve, base, child = _start(url, folder / "serve2.out")
     try:
         os.kill(serve.pid, signal.SIGKILL)
         serve.wait(30)
-        _wait_for(lambda: not _alive(child), 15, "the projector outlived a killed kwx serve")
+        wait_for(lambda: not alive(child), 15, "the projector outlived a killed kwx serve")
     finally:
-        if _alive(child):
+        if alive(child):
             os.kill(child, signal.SIGKILL)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from services.bootstrap import Container
 from services.errors import IllegalEvent
 from services.settings import Settings
 from services.store.events import AppendResult, EventStore
+from tests.service.serving import alive, descendants, free_port, wait_for, wait_healthy
 from tests.service.streams import legal_table, relabel
 
 # --------------------------------------------------------------------------- settings, no database
@@ -206,41 +206,6 @@ def test_two_workers_racing_with_the_same_batches_store_each_batch_once(
 # --------------------------------------------------------------------------- kwx serve --workers 2
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _children(pid: int) -> set[int]:
-    """The live descendants of ``pid`` (from /proc)."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parents[int(entry)] = int(f.read().split(") ", 1)[1].split()[1])
-            except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
-                continue
-    found: set[int] = set()
-    frontier = [pid]
-    while frontier:
-        p = frontier.pop()
-        for child, parent in parents.items():
-            if parent == p and child not in found:
-                found.add(child)
-                frontier.append(child)
-    return {p for p in found if _alive(p)}
-
-
 def _is_worker(pid: int) -> bool:
     try:
         return b"multiprocessing" in Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -256,7 +221,7 @@ def test_kwx_serve_with_two_workers_serves_appends_and_stops_on_sigterm(pg_clust
     url = pg_cluster.create_database("kwx_workers")  # fresh: the parent migrates it, once
     env = {k: v for k, v in os.environ.items() if k != "TEST_DATABASE_URL"}
     env.update(DATABASE_URL=url, KWX_PROJECTOR="off", KWX_LOG_LEVEL="info", KWX_POOL_SIZE="2")
-    port = _free_port()
+    port = free_port()
     out = Path(tempfile.mkdtemp(prefix="kwx-workers-")) / "serve.out"
     with out.open("wb") as sink:
         serve = subprocess.Popen(
@@ -266,21 +231,10 @@ def test_kwx_serve_with_two_workers_serves_appends_and_stops_on_sigterm(pg_clust
     base = f"http://127.0.0.1:{port}"
     family: set[int] = set()
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert serve.poll() is None, out.read_text()
-            assert time.monotonic() < deadline, "kwx serve --workers 2 did not answer in time"
-            time.sleep(0.2)
-        deadline = time.monotonic() + 30
-        while len([p for p in _children(serve.pid) if _is_worker(p)]) < 2:  # both spawned
-            assert time.monotonic() < deadline, "two workers did not start"
-            time.sleep(0.2)
-        family = _children(serve.pid)
+        wait_healthy(base, serve, 60, out)
+        wait_for(lambda: len([p for p in descendants(serve.pid) if _is_worker(p)]) >= 2, 30,
+                 "two workers did not start")  # fmt: skip
+        family = descendants(serve.pid)
         banner = out.read_text()
         assert "migrated" in banner and "workers: 2 processes" in banner, banner
 
@@ -304,7 +258,7 @@ def test_kwx_serve_with_two_workers_serves_appends_and_stops_on_sigterm(pg_clust
             health = client.get("/v1/health")
             assert health.status_code == 200, health.text
         for p in family:
-            assert _alive(p)
+            assert alive(p)
     finally:
         serve.send_signal(signal.SIGTERM)
         try:
@@ -313,9 +267,9 @@ def test_kwx_serve_with_two_workers_serves_appends_and_stops_on_sigterm(pg_clust
             serve.kill()
             raise
         deadline = time.monotonic() + 10
-        while any(_alive(p) for p in family) and time.monotonic() < deadline:
+        while any(alive(p) for p in family) and time.monotonic() < deadline:
             time.sleep(0.1)
-        left = [p for p in family if _alive(p)]
+        left = [p for p in family if alive(p)]
         for p in left:
             os.kill(p, signal.SIGKILL)
     assert code == 0, out.read_text()

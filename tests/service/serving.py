@@ -1,0 +1,94 @@
+"""Running ``kwx serve`` as a real subprocess, for the tests and benchmarks that need one: a free
+port, waiting until it answers, and its process family from /proc (workers, the projector child)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(check: Callable[[], T], seconds: float, what: str, every: float = 0.2) -> T:
+    """``check()``'s first truthy value within ``seconds``, else an AssertionError saying ``what``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, what
+        time.sleep(every)
+
+
+def wait_healthy(base: str, proc: subprocess.Popen[bytes], seconds: float, out: Path | None = None) -> None:
+    """Until ``GET base/v1/health`` answers 200; fails at once if ``proc`` exits (with its output)."""
+    import httpx
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{base}/v1/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            assert proc.poll() is None, out.read_text() if out is not None else f"exited {proc.returncode}"
+            return False
+
+    wait_for(healthy, seconds, f"kwx serve at {base} did not answer in {seconds:.0f} s")
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def _parents() -> dict[int, int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+                continue
+    return parents
+
+
+def descendants(pid: int) -> set[int]:
+    """The live descendants of ``pid`` (children, their children, …)."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
+    found: set[int] = set()
+    frontier = [pid]
+    while frontier:
+        for child in children.get(frontier.pop(), ()):
+            if child not in found:
+                found.add(child)
+                frontier.append(child)
+    return {p for p in found if alive(p)}
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by ``pid`` and every live descendant."""
+    total = 0.0
+    for p in (pid, *descendants(pid)):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
