@@ -6,7 +6,7 @@
 | ``KWX_DATA_DIR`` | ``.kwx`` | where the embedded PostgreSQL keeps its data |
 | ``KWX_DB_ROLE`` | ``kwx_app`` | role the pool ``SET ROLE``s to (INSERT/SELECT only on events) |
 | ``KWX_POOL_SIZE`` | ``4`` | psycopg_pool max size *per process* (2 cores → 4 connections keep them busy) |
-| ``KWX_WORKERS`` | cores | ``kwx serve`` HTTP worker processes (``--workers`` overrides), each with a pool |
+| ``KWX_WORKERS`` | cores | ``kwx serve`` HTTP workers (``--workers`` overrides; 1 with projector thread) |
 | ``KWX_MAX_BODY_BYTES`` | ``1048576`` | largest request body (413 beyond) |
 | ``KWX_MAX_BATCH`` | ``1000`` | most events in one append (413 beyond) |
 | ``KWX_SNAPSHOT_EVERY`` | ``50`` | write the table's state snapshot when it is this many events old |

@@ -1,8 +1,12 @@
-"""The FastAPI application: routers, the one error handler, request ids and access logs.
+"""The FastAPI application: routers, the error handlers (one mapping, services/api/answers.py),
+request ids and access logs. ``POST /v1/tables/{id}/events`` is answered ahead of FastAPI by the
+ASGI middleware ``tables.FastAppend`` (same checks, errors and log line; ``fast_append=False``
+leaves it to the documented route); every other request goes through FastAPI.
 
-``create_app(container=…)`` serves an already built container (tests); ``create_app(settings)``
-builds one in the lifespan (``kwx serve``). Building the app connects to nothing, so ``kwx openapi``
-works without a database.
+``create_app(settings, container)`` serves an already built container (``kwx serve`` with one
+worker, the tests); without one the lifespan builds it from ``settings`` (a ``kwx serve --workers
+N`` worker sets its own first: services/api/served.py). Building the app connects to nothing, so
+``kwx openapi`` works without a database.
 """
 
 from __future__ import annotations

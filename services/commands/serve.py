@@ -1,8 +1,8 @@
 """kwx serve [--host 127.0.0.1] [--port 8000] [--workers N]: the HTTP service (CONTRACT.md §4).
 
-``--workers N`` (``KWX_WORKERS``, default one per core): N > 1 runs N uvicorn worker processes
-(services/api/served.py) after this process has bootstrapped (database, migrations, projector
-child); see docs/operations.md, Workers.
+``--workers N`` (``KWX_WORKERS``, default one per core, but 1 with ``KWX_PROJECTOR=thread``): N > 1
+runs N uvicorn worker processes (services/api/served.py) after this process has bootstrapped
+(database, migrations, projector child); see docs/operations.md, Workers.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--workers", type=_positive, default=None, metavar="N",
-                        help="HTTP worker processes (default: KWX_WORKERS, else 1)")  # fmt: skip
+                        help="HTTP worker processes (default: KWX_WORKERS, else one per core)")  # fmt: skip
 
 
 def _positive(text: str) -> int:

@@ -1,5 +1,6 @@
 """The in-process cache of each table's tip: what this process knows of the table after its last
-append here. Only ever a guess; every use is checked by the database (docs/operations.md)."""
+append here (or as it last read the head, on a cache miss: ``EventStore._tip_from_head``). Only ever
+a guess; every use is checked by the database (docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class Tip:
-    """What the process knows of a table after its last append here: the head as committed."""
+    """What the process knows of a table after its last append here (or its last read of the head):
+    the head as committed."""
 
     tenant: str
     version: int

@@ -1,10 +1,19 @@
-"""The append-only event store (docs/operations.md).
+"""The append-only event store (docs/operations.md, The append path).
 
-``append`` is one transaction: lock the table's head row (``FOR UPDATE``), check the expected
-version, step every event through the engine from the table's current state, ``COPY`` the batch
-with its hash chain, move the head. Any failure rolls everything back. The state comes from an
-in-process cache keyed by table and checked against the locked head's version, else from the head's
-snapshot plus the events after it — never a refold of the whole table per request.
+``append`` stores a batch whole or not at all, by one of two paths:
+
+* **fast** (the usual case): step the batch from the table's *tip* — the in-process cache of this
+  process's last append, or on a cache miss with ``expected_version`` (and once after a failed guess
+  without it) the head's snapshot plus the events after it, read without a lock — and store it in
+  one autocommit statement that moves the head only if it is still at the tip's version
+  (``UPDATE … WHERE version = …``; a new table: ``INSERT … ON CONFLICT DO NOTHING``);
+* **locking** (a version conflict, another tenant's table, an illegal event, a re-send, a guess the
+  database refused): one transaction: lock the head row (``FOR UPDATE``), check the expected
+  version, step every event through the engine from the state at the locked head (the cache if it
+  matches, else the snapshot plus the events after it), ``COPY`` the batch with its hash chain,
+  move the head. Any failure rolls everything back.
+
+Never a refold of the whole table per request (unless it has no usable snapshot).
 """
 
 from __future__ import annotations
@@ -186,10 +195,11 @@ class EventStore:
         *,
         create: bool,
     ) -> AppendResult | None:
-        """The common case: this process appended the table's last batch. Step the batch from the
-        cached state and store it in one statement conditional on the head still being at
-        ``tip.version`` (``create``: on the table not existing yet). None: the guess was wrong, or the
-        batch needs the careful path (refusal, replay, conflict)."""
+        """The common case: the tip is where the table is (this process appended its last batch, or
+        the tip was just read from the head). Step the batch from the tip's state and store it in
+        one statement conditional on the head still being at ``tip.version`` (``create``: on the
+        table not existing yet). None: the guess was wrong, or the batch needs the careful path
+        (refusal, replay, conflict)."""
         try:
             batch = self._step_batch(table_id, tip.version, tip.last_hash, tip.state, events, canon)
         except IllegalEvent:
