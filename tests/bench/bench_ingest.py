@@ -18,7 +18,9 @@ cores went, which the rates alone can't say on a shared 2-core machine.
 
 The events are simulated legal tables (``domain.simulate``, ``KWX_BENCH_TABLES`` × ``KWX_BENCH_HANDS``
 hands, default 48 × 8 ≈ 19,600 events). Prints events/s (best of ``KWX_BENCH_REPEAT``, 3) and the
-ratio kwx / COPY (issue 3's goal: ≥ 0.5).
+ratio kwx / COPY as the median over the rounds of each kwx round against the COPY round run just
+before it, once kwx's processes were quiet (issue 3's goal: ≥ 0.5); last, the spread of every COPY
+round of the run.
 
 Run: ``.venv/bin/python -m tests.bench ingest`` (or ``make bench``).
 """
