@@ -1,8 +1,9 @@
 """The ``kwx`` command line (CONTRACT.md §4).
 
 Each subcommand lives in ``services/commands/<name>.py`` with two functions:
-``add_arguments(parser)`` and ``run(args) -> int`` (the exit code). Modules are imported only when
-their command runs, so ``kwx score`` never imports the web stack.
+``add_arguments(parser)`` and ``run(args) -> int`` (the exit code). Every command module is imported
+to build the parser, and each imports what it needs (the web stack, the database) inside ``run``,
+so ``kwx score`` never imports the web stack.
 """
 
 from __future__ import annotations
