@@ -64,3 +64,14 @@ def test_verify_reports_the_first_broken_link_and_exits_1(
     broken = [line for line in lines if "broken" in line]
     assert [(b["table_id"], b["version"]) for b in broken] == [("bad", 2)]
     assert lines[-1]["ok"] is False and lines[-1]["tables"] == 2
+
+
+def test_building_the_cli_imports_neither_the_web_stack_nor_the_database_driver() -> None:
+    """``kwx score`` / ``kwx settle`` start fast: command modules import their heavy parts in run()."""
+    import subprocess
+    import sys
+
+    heavy = "('fastapi', 'starlette', 'uvicorn', 'psycopg', 'sqlalchemy')"
+    code = f"import sys, services.cli as c; c.build_parser(); print([m for m in {heavy} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
