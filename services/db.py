@@ -1,8 +1,9 @@
 """PostgreSQL plumbing: the embedded server, URLs, the psycopg pool, SQLAlchemy Core execution.
 
-One pool (psycopg_pool) serves everything. The append path writes with psycopg directly (COPY);
-other queries are SQLAlchemy Core statements compiled for the psycopg dialect and run on a pooled
-connection (:func:`fetch`), so there is one pool and one driver, not two.
+One pool (psycopg_pool) serves everything in a process, and one driver (psycopg): the append path
+writes with fixed SQL; other queries are SQLAlchemy Core statements compiled for the psycopg dialect
+and run on a pooled connection (:func:`fetch`). The HTTP service's append fast path also has an
+async pool of the same connections in its event loop (:func:`open_async_pool`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import sql
-from psycopg_pool import ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from sqlalchemy.dialects import postgresql as pg_dialects
 from sqlalchemy.sql import ClauseElement
 
@@ -98,6 +99,29 @@ def make_pool(url: str, *, size: int, role: str | None) -> ConnectionPool:
         timeout=10.0,
     )
     pool.open(wait=True, timeout=15.0)
+    return pool
+
+
+async def open_async_pool(url: str, *, size: int, role: str | None) -> AsyncConnectionPool:
+    """The same as :func:`make_pool` for the event loop it is opened in, autocommit: the HTTP
+    service's append runs its one statement on it without a thread hop (services/api/tables.py)."""
+
+    async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+        if role:
+            await conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+        await conn.execute("SET statement_timeout = '30s'")
+
+    pool: AsyncConnectionPool = AsyncConnectionPool(
+        url,
+        min_size=1,
+        max_size=size,
+        kwargs={"autocommit": True},
+        configure=configure,
+        open=False,
+        name="kwx-async",
+        timeout=10.0,
+    )
+    await pool.open(wait=True, timeout=15.0)
     return pool
 
 

@@ -135,6 +135,24 @@ SELECT %(t)s, %(old)s + e.i, e.body ->> 'id', e.body ->> 'type', e.body,
  ORDER BY e.i
 """
 
+_FAST_CREATE = "WITH head AS (" + _FAST_CREATE_HEAD + ")" + _FAST_INSERT
+_FAST_MOVE = "WITH head AS (" + _FAST_MOVE_HEAD + ")" + _FAST_INSERT
+
+
+@dataclass(slots=True)
+class FastPlan:
+    """A batch stepped from a tip, and the one statement that stores it if the tip is right."""
+
+    tenant: str
+    table_id: str
+    tip: Tip
+    batch: _Batch
+    snapshot: bool  # the statement also stores the state snapshot
+    count: int
+    sql: str
+    params: dict[str, Any]
+
+
 
 class EventStore:
     def __init__(self, pool: ConnectionPool, engine: Engine, *, snapshot_every: int = 50) -> None:
@@ -151,15 +169,7 @@ class EventStore:
         # The stored form: a table_opened carries its rules pinned (every resolved option). The hash,
         # the stored body and the idempotency check are all over the pinned event, so re-sending
         # the original (unpinned) batch is recognised as a replay.
-        pin = self.engine.pin
-        events = [pin(e) for e in events]
-        canon = [canonical_bytes(e) for e in events]
-        seen: dict[str, int] = {}
-        for i, e in enumerate(events):
-            if e.id in seen:
-                message = f"event id {e.id!r} appears twice in the batch (indexes {seen[e.id]} and {i})"
-                raise Malformed(message, field=f"$.events[{i}].id", index=i)
-            seen[e.id] = i
+        events, canon = self._prepare(events)
         tip = self.cache.peek(table_id)
         fast = None
         if tip is not None and tip.tenant == tenant and expected_version in (None, tip.version):
@@ -185,6 +195,35 @@ class EventStore:
             return fast
         return self._append_locked(tenant, table_id, expected_version, events, canon)
 
+    def _prepare(self, events: Sequence[Event]) -> tuple[list[Event], list[bytes]]:
+        """The batch as it is stored (pinned) and its canonical bytes; a repeated id is malformed."""
+        pin = self.engine.pin
+        pinned = [pin(e) for e in events]
+        canon = [canonical_bytes(e) for e in pinned]
+        seen: dict[str, int] = {}
+        for i, e in enumerate(pinned):
+            if e.id in seen:
+                message = f"event id {e.id!r} appears twice in the batch (indexes {seen[e.id]} and {i})"
+                raise Malformed(message, field=f"$.events[{i}].id", index=i)
+            seen[e.id] = i
+        return pinned, canon
+
+    def plan_cached(
+        self, tenant: str, table_id: str, expected_version: int | None, events: Sequence[Event]
+    ) -> FastPlan | None:
+        """CPU only, no database: the fast path's statement when this process's cache says where the
+        table is (or that it is new), for a caller that runs the statement itself (the HTTP
+        service, on an async connection: services/api/tables.py). None: no such guess — call
+        :meth:`append`. Run the plan, then hand the row count to :meth:`finish_fast`."""
+        events, canon = self._prepare(events)
+        tip = self.cache.peek(table_id)
+        if tip is not None and tip.tenant == tenant and expected_version in (None, tip.version):
+            return self._plan_fast(tenant, table_id, tip, events, canon, create=False)
+        if tip is None and expected_version in (None, 0):
+            new = Tip(tenant, 0, self.engine.initial(), chain.genesis(table_id), 0)
+            return self._plan_fast(tenant, table_id, new, events, canon, create=True)
+        return None
+
     def _append_fast(
         self,
         tenant: str,
@@ -200,6 +239,29 @@ class EventStore:
         one statement conditional on the head still being at ``tip.version`` (``create``: on the
         table not existing yet). None: the guess was wrong, or the batch needs the careful path
         (refusal, replay, conflict)."""
+        plan = self._plan_fast(tenant, table_id, tip, events, canon, create=create)
+        if plan is None:
+            return None
+        with self.pool.connection() as conn:
+            conn.autocommit = True
+            try:
+                inserted = conn.execute(plan.sql, plan.params).rowcount
+            except pg_errors.UniqueViolation:
+                inserted = 0  # an id already stored: the locking path answers (replay or conflict)
+            finally:
+                conn.autocommit = False
+        return self.finish_fast(plan, inserted)
+
+    def _plan_fast(
+        self,
+        tenant: str,
+        table_id: str,
+        tip: Tip,
+        events: Sequence[Event],
+        canon: list[bytes],
+        *,
+        create: bool,
+    ) -> FastPlan | None:
         try:
             batch = self._step_batch(table_id, tip.version, tip.last_hash, tip.state, events, canon)
         except IllegalEvent:
@@ -217,23 +279,22 @@ class EventStore:
             "rulings": "[" + ",".join(r[5] or "null" for r in batch.rows) + "]" if batch.rulings else None,
             "hashes": b"".join(row[6] for row in batch.rows),
         }  # fmt: skip
-        with self.pool.connection() as conn:
-            conn.autocommit = True
-            try:
-                head = _FAST_CREATE_HEAD if create else _FAST_MOVE_HEAD
-                sql = "WITH head AS (" + head + ")" + _FAST_INSERT
-                inserted = conn.execute(sql, params).rowcount
-            except pg_errors.UniqueViolation:
-                inserted = 0  # an id already stored: the locking path answers (replay or conflict)
-            finally:
-                conn.autocommit = False
-        if inserted != len(events):
-            self.cache.drop(table_id)
+        return FastPlan(tenant, table_id, tip, batch, snapshot is not None, len(events),
+                        _FAST_CREATE if create else _FAST_MOVE, params)  # fmt: skip
+
+    def finish_fast(self, plan: FastPlan, inserted: int) -> AppendResult | None:
+        """The outcome of a plan's statement that inserted ``inserted`` rows (0 after a unique
+        violation): the answer, with the cache moved on; or None (the cache dropped) — then
+        :meth:`append` answers (replay, conflict, or the head read / locking path)."""
+        batch, tip = plan.batch, plan.tip
+        if inserted != plan.count:
+            self.cache.drop(plan.table_id)
             return None
         self.fast_appends += 1
-        snapshot_version = batch.version if snapshot is not None else tip.snapshot_version
-        self.cache.put(table_id, Tip(tenant, batch.version, batch.state, batch.last_hash, snapshot_version))
-        return AppendResult(table_id, batch.version, tip.version + 1, len(events), batch.rulings)
+        snapshot_version = batch.version if plan.snapshot else tip.snapshot_version
+        tip_now = Tip(plan.tenant, batch.version, batch.state, batch.last_hash, snapshot_version)
+        self.cache.put(plan.table_id, tip_now)
+        return AppendResult(plan.table_id, batch.version, tip.version + 1, plan.count, batch.rulings)
 
     def _tip_from_head(self, table_id: str, version: int | None) -> Tip | None:
         """The table's tip as stored, when its head is at ``version`` (None: wherever it is): the

@@ -13,6 +13,7 @@ import pytest
 from fastapi import APIRouter
 from psycopg_pool import PoolTimeout
 
+from domain.events import convert
 from services.api.app import create_app
 from services.settings import Settings
 from services.store.events import AppendResult
@@ -193,3 +194,47 @@ def test_the_access_line_of_an_append_says_what_was_stored(logs: list[dict[str, 
     assert line["request_id"] == "req-1" and line["status"] == 201 and line["path"] == "/v1/tables/t2/events"
     assert (line["outcome"], line["count"], line["version"]) == ("stored", 3, 10)
     assert line["recorded_violations"] == 1
+
+
+@pytest.mark.db
+def test_a_batch_the_cache_can_place_is_stored_on_the_async_pool_without_the_executor(
+    container: Any, make_key: Callable[..., Headers], tenant: str, table_id: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """After a table's first batch this process knows where the table is: the next batch is stepped
+    in the event loop and stored by one statement on FastAppend's async pool — ``EventStore.append``
+    (the executor path) is not called. A batch it cannot place still goes there."""
+    from fastapi.testclient import TestClient
+
+    from services.store.events import EventStore
+
+    wire = legal_table(44)
+    headers = {**make_key(tenant, "platform"), "Content-Type": "application/json"}
+    calls: list[str] = []
+    real = EventStore.append
+
+    def counted(self: EventStore, tenant: str, table: str, *args: Any) -> Any:
+        calls.append(table)
+        return real(self, tenant, table, *args)
+
+    monkeypatch.setattr(EventStore, "append", counted)
+    with TestClient(create_app(container=container)) as client:
+        first = client.post(f"/v1/tables/{table_id}/events", content=_body(wire[:5], 0), headers=headers)
+        second = client.post(f"/v1/tables/{table_id}/events", content=_body(wire[5:9], 5), headers=headers)
+        assert (first.status_code, second.status_code) == (201, 201), (first.text, second.text)
+        assert second.json()["version"] == 9 and calls == []
+        # another process (worker) appends v10-12 behind this one's back
+        other = EventStore(container.pool, container.engine)
+        other.append(tenant, table_id, 9, [convert(e) for e in wire[9:12]])
+        calls.clear()
+        # no expected version: the cached guess (v9) is refused by the database; the store's append
+        # reads the head and stores v13-15
+        moved = client.post(f"/v1/tables/{table_id}/events", content=_body(wire[12:15]), headers=headers)
+        assert moved.status_code == 201 and moved.json()["version"] == 15 and calls == [table_id]
+        # a stale expected version: no cached guess fits, the store's append answers (409)
+        stale = client.post(f"/v1/tables/{table_id}/events", content=_body(wire[15:18], 12), headers=headers)
+        assert stale.status_code == 409 and calls == [table_id] * 2
+        # a re-send of the first batch: no guess fits either; the store's append says replay
+        again = client.post(f"/v1/tables/{table_id}/events", content=_body(wire[:5], 0), headers=headers)
+        assert again.status_code == 201 and again.json() == first.json() and calls == [table_id] * 3
+    assert container.store.verify(table_id)[2] == []
