@@ -171,18 +171,16 @@ class EventStore:
         # the original (unpinned) batch is recognised as a replay.
         events, canon = self._prepare(events)
         tip = self.cache.peek(table_id)
+        guess = self._cached_guess(tenant, table_id, expected_version)
         fast = None
-        if tip is not None and tip.tenant == tenant and expected_version in (None, tip.version):
-            fast = self._append_fast(tenant, table_id, tip, events, canon, create=False)
-        elif tip is None and expected_version in (None, 0):
-            new = Tip(tenant, 0, self.engine.initial(), chain.genesis(table_id), 0)
-            fast = self._append_fast(tenant, table_id, new, events, canon, create=True)
+        if guess is not None:
+            fast = self._run_fast(self._plan_fast(tenant, table_id, *guess, events, canon))
         elif expected_version is not None and expected_version > 0:
             # Not in this process's cache, or behind (another worker appended): read the head and
             # its snapshot without locking, then take the same conditional fast path from there.
             stored = self._tip_from_head(table_id, expected_version)
             if stored is not None and stored.tenant == tenant:
-                fast = self._append_fast(tenant, table_id, stored, events, canon, create=False)
+                fast = self._run_fast(self._plan_fast(tenant, table_id, stored, False, events, canon))
         if fast is None and expected_version is None:
             # No expected version and the guess failed: the cached tip was behind (another worker
             # appended) or the "new" table exists. Once more from the head as stored — unless it is
@@ -190,7 +188,7 @@ class EventStore:
             stored = self._tip_from_head(table_id, None)
             moved = stored is not None and (tip is None or stored.version != tip.version)
             if stored is not None and moved and stored.tenant == tenant:
-                fast = self._append_fast(tenant, table_id, stored, events, canon, create=False)
+                fast = self._run_fast(self._plan_fast(tenant, table_id, stored, False, events, canon))
         if fast is not None:
             return fast
         return self._append_locked(tenant, table_id, expected_version, events, canon)
@@ -216,30 +214,27 @@ class EventStore:
         service, on an async connection: services/api/tables.py). None: no such guess — call
         :meth:`append`. Run the plan, then hand the row count to :meth:`finish_fast`."""
         events, canon = self._prepare(events)
+        guess = self._cached_guess(tenant, table_id, expected_version)
+        return self._plan_fast(tenant, table_id, *guess, events, canon) if guess is not None else None
+
+    def _cached_guess(
+        self, tenant: str, table_id: str, expected_version: int | None
+    ) -> tuple[Tip, bool] | None:
+        """Where this process's cache says the table is, as (tip, the table is new); None when it
+        can't say (not cached and not new, behind ``expected_version``, another tenant's)."""
         tip = self.cache.peek(table_id)
         if tip is not None and tip.tenant == tenant and expected_version in (None, tip.version):
-            return self._plan_fast(tenant, table_id, tip, events, canon, create=False)
+            return tip, False
         if tip is None and expected_version in (None, 0):
-            new = Tip(tenant, 0, self.engine.initial(), chain.genesis(table_id), 0)
-            return self._plan_fast(tenant, table_id, new, events, canon, create=True)
+            return Tip(tenant, 0, self.engine.initial(), chain.genesis(table_id), 0), True
         return None
 
-    def _append_fast(
-        self,
-        tenant: str,
-        table_id: str,
-        tip: Tip,
-        events: Sequence[Event],
-        canon: list[bytes],
-        *,
-        create: bool,
-    ) -> AppendResult | None:
+    def _run_fast(self, plan: FastPlan | None) -> AppendResult | None:
         """The common case: the tip is where the table is (this process appended its last batch, or
-        the tip was just read from the head). Step the batch from the tip's state and store it in
-        one statement conditional on the head still being at ``tip.version`` (``create``: on the
-        table not existing yet). None: the guess was wrong, or the batch needs the careful path
-        (refusal, replay, conflict)."""
-        plan = self._plan_fast(tenant, table_id, tip, events, canon, create=create)
+        the tip was just read from the head). Store the batch stepped from it in one statement
+        conditional on the head still being at ``tip.version`` (or on the table not existing yet).
+        None: no plan (the batch is illegal from the tip), the guess was wrong, or the batch needs
+        the careful path (refusal, replay, conflict)."""
         if plan is None:
             return None
         with self.pool.connection() as conn:
@@ -253,15 +248,10 @@ class EventStore:
         return self.finish_fast(plan, inserted)
 
     def _plan_fast(
-        self,
-        tenant: str,
-        table_id: str,
-        tip: Tip,
-        events: Sequence[Event],
-        canon: list[bytes],
-        *,
-        create: bool,
+        self, tenant: str, table_id: str, tip: Tip, create: bool, events: Sequence[Event], canon: list[bytes]
     ) -> FastPlan | None:
+        """The batch stepped from ``tip`` and the statement that stores it (``create``: the head
+        row is inserted, for a new table); None if the batch is illegal from there."""
         try:
             batch = self._step_batch(table_id, tip.version, tip.last_hash, tip.state, events, canon)
         except IllegalEvent:
