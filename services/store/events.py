@@ -171,7 +171,7 @@ class EventStore:
         # the original (unpinned) batch is recognised as a replay.
         events, canon = self._prepare(events)
         tip = self.cache.peek(table_id)
-        guess = self._cached_guess(tenant, table_id, expected_version)
+        guess = self._cached_guess(tenant, table_id, tip, expected_version)
         fast = None
         if guess is not None:
             fast = self._run_fast(self._plan_fast(tenant, table_id, *guess, events, canon))
@@ -213,16 +213,17 @@ class EventStore:
         table is (or that it is new), for a caller that runs the statement itself (the HTTP
         service, on an async connection: services/api/tables.py). None: no such guess — call
         :meth:`append`. Run the plan, then hand the row count to :meth:`finish_fast`."""
+        guess = self._cached_guess(tenant, table_id, self.cache.peek(table_id), expected_version)
+        if guess is None:
+            return None  # nothing prepared: append does it
         events, canon = self._prepare(events)
-        guess = self._cached_guess(tenant, table_id, expected_version)
-        return self._plan_fast(tenant, table_id, *guess, events, canon) if guess is not None else None
+        return self._plan_fast(tenant, table_id, *guess, events, canon)
 
     def _cached_guess(
-        self, tenant: str, table_id: str, expected_version: int | None
+        self, tenant: str, table_id: str, tip: Tip | None, expected_version: int | None
     ) -> tuple[Tip, bool] | None:
-        """Where this process's cache says the table is, as (tip, the table is new); None when it
-        can't say (not cached and not new, behind ``expected_version``, another tenant's)."""
-        tip = self.cache.peek(table_id)
+        """Where this process's cached ``tip`` says the table is, as (tip, the table is new); None
+        when it can't say (not cached and not new, behind ``expected_version``, another tenant's)."""
         if tip is not None and tip.tenant == tenant and expected_version in (None, tip.version):
             return tip, False
         if tip is None and expected_version in (None, 0):
@@ -301,15 +302,10 @@ class EventStore:
                 tenant, version, last_hash, snapshot_version, snapshot = row
                 state, start = self.engine.initial(), 0
                 if snapshot is not None:
-                    try:
-                        state, start = self.engine.decode_state(bytes(snapshot)), snapshot_version
-                    except (msgspec.MsgspecError, ValueError, TypeError, KeyError):
+                    state, start = self._decoded(snapshot), snapshot_version
+                    if state is None:
                         return None  # a snapshot of an older engine: the locking path refolds
-                if start < version:
-                    rows = conn.execute(_READ_BODIES, {"t": table_id, "after": start, "upto": version})
-                    step = self.engine.step
-                    for (body,) in rows:
-                        state = step(state, decode_event(body)).state
+                state = self._stepped(conn, table_id, state, start, version)
             finally:
                 conn.autocommit = False
         tip = Tip(tenant, version, state, bytes(last_hash), snapshot_version if snapshot is not None else 0)
@@ -446,24 +442,31 @@ class EventStore:
         cached = self.cache.get(head.table_id, head.version)
         if cached is not None:
             return cached.state
-        state = self.engine.initial()
-        start = 0
+        state, start = None, 0
         if head.snapshot_version > 0:
             rows = fetch(conn, sa.select(heads.c.snapshot).where(heads.c.table_id == head.table_id))
             if rows and rows[0][0] is not None:
-                try:
-                    state = self.engine.decode_state(bytes(rows[0][0]))
-                    start = head.snapshot_version
-                except (msgspec.MsgspecError, ValueError, TypeError, KeyError):
-                    state = self.engine.initial()  # a snapshot of an older engine: refold instead
-        if start < head.version:
-            stmt = (
-                sa.select(sa.cast(ev.c.body, sa.Text))
-                .where(ev.c.table_id == head.table_id, ev.c.version > start)
-                .order_by(ev.c.version)
-            )
-            for (body,) in fetch(conn, stmt):
-                state = self.engine.step(state, decode_event(body)).state
+                state = self._decoded(rows[0][0])
+                start = head.snapshot_version if state is not None else 0
+        if state is None:  # no snapshot, or one of an older engine: refold instead
+            state = self.engine.initial()
+        return self._stepped(conn, head.table_id, state, start, head.version)
+
+    def _decoded(self, snapshot: bytes) -> Any:
+        """A stored state snapshot, or None when this engine cannot read it (an older format)."""
+        try:
+            return self.engine.decode_state(bytes(snapshot))
+        except (msgspec.MsgspecError, ValueError, TypeError, KeyError):
+            return None
+
+    def _stepped(
+        self, conn: psycopg.Connection[Any], table_id: str, state: Any, start: int, version: int
+    ) -> Any:
+        """``state`` (the table after ``start``) stepped through its stored events up to ``version``."""
+        if start < version:
+            step = self.engine.step
+            for (body,) in conn.execute(_READ_BODIES, {"t": table_id, "after": start, "upto": version}):
+                state = step(state, decode_event(body)).state
         return state
 
     def _replay(
