@@ -84,8 +84,7 @@ def check(state: TableState, ev: Event) -> Ruling | None:
 # --- events of a hand in progress ---------------------------------------------------------------
 
 
-def _check_draw(state: TableState, hs: HandState, rules: Rules, ev: Any, v: int) -> Ruling | None:
-    assert isinstance(ev, TileDrawn)
+def _check_draw(state: TableState, hs: HandState, rules: Rules, ev: TileDrawn, v: int) -> Ruling | None:
     seat, tile = ev.seat, TILE_INDEX[ev.tile]
     if hs.phase == "claim":
         nxt = (hs.turn + 1) % 3
@@ -174,15 +173,15 @@ def _discard_rules(
     return feeding(hs, rules, seat, tile, v, who(state, seat))
 
 
-def _check_discard(state: TableState, hs: HandState, rules: Rules, ev: Any, v: int) -> Ruling | None:
-    assert isinstance(ev, TileDiscarded)
-    tile = TILE_INDEX[ev.tile]
-    r = _discard_structure(state, hs, ev.seat, tile, v)
-    if r is not None:
-        return r
-    if hs.liang_dao[ev.seat] is None and not rules.liang_dao_forbid_feeding:
+def _check_discard(
+    state: TableState, hs: HandState, rules: Rules, ev: TileDiscarded, v: int
+) -> Ruling | None:
+    seat, tile = ev.seat, TILE_INDEX[ev.tile]
+    if hs.phase != "discard" or seat != hs.turn or hs.concealed[seat][tile] < 1:
+        return _discard_structure(state, hs, seat, tile, v)  # the ruling (its usual case inline here)
+    if hs.liang_dao[seat] is None and not rules.liang_dao_forbid_feeding:
         return None  # the usual discard: neither a 亮倒 lock nor a feeding rule applies
-    return _discard_rules(state, hs, rules, ev.seat, tile, v)
+    return _discard_rules(state, hs, rules, seat, tile, v)
 
 
 def _check_liang_dao(state: TableState, hs: HandState, rules: Rules, ev: Any, v: int) -> Ruling | None:

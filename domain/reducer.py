@@ -94,8 +94,7 @@ def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSt
     return _replace(state, hand=_drawn_hand(state, ev, v))
 
 
-def _drawn_hand(state: TableState, ev: Any, v: int) -> HandState:
-    assert isinstance(ev, TileDrawn)
+def _drawn_hand(state: TableState, ev: TileDrawn, v: int) -> HandState:
     hs = state.hand
     assert hs is not None
     seat, k = ev.seat, TILE_INDEX[ev.tile]
@@ -162,37 +161,47 @@ def _drawn_hand(state: TableState, ev: Any, v: int) -> HandState:
 
 
 def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> HandState:
-    cl = list(hs.concealed[seat])
+    conc, dis = hs.concealed, hs.discards
+    cl = list(conc[seat])
     cl[k] -= 1
     c = tuple(cl)
-    after_kong = hs.fresh and hs.from_back and hs.drawn is not None
-    chain = hs.chain
-    if chain is not None:
-        chain = _replace(chain, stage="discard") if chain.stage == "draw" and chain.seat == seat else None
+    d = (*dis[seat], Discard(tile=k, event=v))
+    # set3 written out for the seat's concealed tiles and discards: this runs for every discard
+    if seat == 0:
+        concealed, discards = (c, conc[1], conc[2]), (d, dis[1], dis[2])
+    elif seat == 1:
+        concealed, discards = (conc[0], c, conc[2]), (dis[0], d, dis[2])
+    else:
+        concealed, discards = (conc[0], conc[1], c), (dis[0], dis[1], d)
+    fresh, from_back = hs.fresh, hs.from_back
     # the tile just drawn from the front goes out again: the hand is the one of this seat's last
     # discard (or the deal), whose waits are cached (after a peng / kong there is no such draw:
     # drawn is None, or the draw came from the back)
-    tsumogiri = k == hs.drawn and hs.fresh and not hs.from_back
+    tsumogiri = k == hs.drawn and fresh and not from_back
     ws = hs.waits if tsumogiri else set3(hs.waits, seat, waits(c))
-    if chain is None and hs.chain is None and not after_kong and not hs.after_kong and hs.turn == seat:
-        # the usual discard: only the fields that change (each keyword of a replace costs)
+    chain = hs.chain
+    if chain is None and not from_back and not hs.after_kong and hs.turn == seat:
+        # the usual discard (not after a kong's replacement draw): only the fields that change
+        # (each keyword of a replace costs)
         hs = _replace(
             hs,
-            concealed=set3(hs.concealed, seat, c),
-            discards=set3(hs.discards, seat, (*hs.discards[seat], Discard(tile=k, event=v))),
-            waits=ws,
+            concealed=concealed,
+            discards=discards,
             phase="claim",
             fresh=False,
             drawn=None,
             last_tile=k,
             last_event=v,
+            waits=ws,
         )
     else:
+        after_kong = fresh and from_back and hs.drawn is not None
+        if chain is not None:
+            chain = _replace(chain, stage="discard") if chain.stage == "draw" and chain.seat == seat else None
         hs = _replace(
             hs,
-            concealed=set3(hs.concealed, seat, c),
-            discards=set3(hs.discards, seat, (*hs.discards[seat], Discard(tile=k, event=v))),
-            waits=ws,
+            concealed=concealed,
+            discards=discards,
             phase="claim",
             turn=seat,
             fresh=False,
@@ -201,6 +210,7 @@ def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> Han
             last_event=v,
             after_kong=after_kong,
             chain=chain,
+            waits=ws,
         )
     w0, w1, w2 = ws
     if k not in w0 and k not in w1 and k not in w2:
@@ -213,8 +223,7 @@ def _discarded(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> Tab
     return _replace(state, hand=_discarded_hand(state, ev, v))
 
 
-def _discarded_hand(state: TableState, ev: Any, v: int) -> HandState:
-    assert isinstance(ev, TileDiscarded)
+def _discarded_hand(state: TableState, ev: TileDiscarded, v: int) -> HandState:
     hs = state.hand
     assert hs is not None
     return _discard(state, hs, ev.seat, TILE_INDEX[ev.tile], v)
