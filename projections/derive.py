@@ -7,10 +7,11 @@ facts.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
+from domain.engine import Ruling
 from domain.events import Event, HandStarted, MaDrawn, SettlementReported, TableClosed, TableOpened
 from domain.events import decode as decode_event
 from projections.model import (
@@ -42,6 +43,25 @@ class TableCtx(msgspec.Struct, kw_only=True):
 
 class Unreadable(ValueError):
     """A stored event the engine cannot apply."""
+
+
+class _Recheck:
+    """The type of :data:`RECHECK`."""
+
+
+RECHECK: Final = _Recheck()
+"""``advance``'s default ``ruling``: recompute the event's ruling with the engine (``engine.step``)."""
+
+_ruling_fields = msgspec.json.Decoder(dict[str, Any])
+
+
+def stored_ruling(text: str | bytes) -> Ruling:
+    """The engine's :class:`~domain.engine.Ruling` back from the ``events.ruling`` column: the JSON
+    the service stores (``services.engine_adapter.ruling_json``: the ruling's fields as builtins,
+    ``code`` named ``rule``). Raises on text that is not such a ruling."""
+    fields = _ruling_fields.decode(text)
+    fields["code"] = fields.pop("rule")
+    return msgspec.convert(fields, Ruling)
 
 
 def new_ctx(engine: Any, table_id: str, tenant: str) -> TableCtx:
@@ -88,22 +108,40 @@ def _record_for(state: Any, hand_no: int) -> Any:
     return record if record is not None and record.hand == hand_no else None
 
 
-def advance(engine: Any, ctx: TableCtx, body: str | bytes | Event, at: EventRef) -> list[Fact]:
+def advance(
+    engine: Any,
+    ctx: TableCtx,
+    body: str | bytes | Event,
+    at: EventRef,
+    ruling: str | bytes | _Recheck | None = RECHECK,
+) -> list[Fact]:
     """Apply one stored event (version ``at.version``) to ``ctx`` in place; the facts it produced.
 
-    Raises :class:`Unreadable` (after moving ``ctx.version`` on) when the stored event cannot be
-    decoded or applied — a row changed behind the service's back; ``kwx verify`` reports those.
+    ``ruling`` is the event's stored ruling (``events.ruling``: JSON text, None for a legal event):
+    every stored event was accepted when it was appended, so the projector applies it with that
+    ruling (``engine.evolve``, what the append did) instead of checking its legality again. By
+    default (:data:`RECHECK`) the engine recomputes the ruling (``engine.step``).
+
+    Raises :class:`Unreadable` (after moving ``ctx.version`` on) when the stored event (or its
+    ruling) cannot be decoded or applied — a row changed behind the service's back; ``kwx verify``
+    reports those.
     """
     before = ctx.state
     ctx.version = at.version
     try:
         event = decode_event(body) if isinstance(body, str | bytes) else body
         kind = type(event)
-        after, _ruling, _accepted = engine.step(before, event)
-        # A stored event was accepted when it was appended (legal, or recorded as a violation). If
-        # an engine change refuses it now, keep folding with the reducer so the version stays aligned.
-        if after.version != before.version + 1:
+        if ruling is None:
             after = engine.evolve(before, event)
+        elif not isinstance(ruling, _Recheck):
+            after = engine.evolve(before, event, stored_ruling(ruling))
+        else:
+            after, _ruling, _accepted = engine.step(before, event)
+            # A stored event was accepted when it was appended (legal, or recorded as a violation).
+            # If an engine change refuses it now, keep folding with the reducer so the version stays
+            # aligned.
+            if after.version != before.version + 1:
+                after = engine.evolve(before, event)
     except Exception as exc:
         ctx.failures += 1
         raise Unreadable(f"{ctx.table_id} v{at.version}: {exc}") from exc

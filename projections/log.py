@@ -26,12 +26,14 @@ class LogRow(NamedTuple):
     position: int
     tx_id: int
     body: str  # the event as JSON text (jsonb output)
+    ruling: str | None  # its stored ruling as JSON text (a recorded violation), else None
 
 
 # ORDER BY names the table's columns: an output column named ``tx_id`` would win over the column
 # (and sort by the converted value, e.g. xids as text: "1000" < "764").
 READ_PAGE = (
-    "SELECT e.table_id, e.version, e.position, e.tx_id::text::int8 AS tx_int, e.body::text AS body_text "
+    "SELECT e.table_id, e.version, e.position, e.tx_id::text::int8 AS tx_int, e.body::text AS body_text, "
+    "e.ruling::text AS ruling_text "
     "FROM events e "
     "WHERE (e.tx_id, e.position) > (%s::text::xid8, %s) "
     "AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot()) "

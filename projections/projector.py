@@ -55,6 +55,7 @@ class StoredEventLike(Protocol):
     position: int
     tx_id: int
     body: str
+    ruling: str | None  # the ruling stored with the event (JSON text), None for a legal event
 
 
 class EventSource(Protocol):
@@ -124,12 +125,7 @@ class Projector:
             for ev in page:
                 if ev.version > upto:
                     break
-                advance(
-                    self.engine,
-                    ctx,
-                    ev.body,
-                    EventRef(version=ev.version, position=ev.position, tx_id=ev.tx_id),
-                )
+                self._advance(ctx, ev)
                 after = ev.version
         return ctx
 
@@ -144,9 +140,14 @@ class Projector:
             self._tenants.update({tid: tenant for tid, tenant in found.fetchall()})
 
     def _advance(self, ctx: TableCtx, ev: StoredEventLike) -> list[Fact]:
+        """``derive.advance`` with the event's stored ruling; an unreadable event is skipped."""
         try:
             return advance(
-                self.engine, ctx, ev.body, EventRef(version=ev.version, position=ev.position, tx_id=ev.tx_id)
+                self.engine,
+                ctx,
+                ev.body,
+                EventRef(version=ev.version, position=ev.position, tx_id=ev.tx_id),
+                ev.ruling,
             )
         except Unreadable as exc:
             # One corrupted row must not stop every read model: skip it, say so (kwx verify finds it).
@@ -199,7 +200,6 @@ class Projector:
                 n: len(events) if cps[n] == start else sum((e.tx_id, e.position) > cps[n] for e in events)
                 for n in names
             }
-            engine = self.engine
             table_id: str | None = None
             ctx: TableCtx | None = None
             for ev in events:
@@ -208,9 +208,7 @@ class Projector:
                 if ev.table_id != table_id or ctx is None or ctx.version != ev.version - 1:
                     table_id = ev.table_id
                     ctx = self._ctx(table_id, ev.version)
-                facts: list[Fact] = advance(
-                    engine, ctx, ev.body, EventRef(version=ev.version, position=ev.position, tx_id=ev.tx_id)
-                )
+                facts = self._advance(ctx, ev)
                 if not facts:
                     continue
                 key = (ev.tx_id, ev.position)

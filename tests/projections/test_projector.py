@@ -297,3 +297,107 @@ def test_kwx_projections_rebuild_and_status(
     assert {s["projection"] for s in status} == set(registry.NAMES)
     assert all(s["behind"] >= 0 for s in status)
     assert main(["projections", "rebuild", "nonsense"]) == 2
+
+
+def test_record_tables_project_what_the_checked_fold_and_kwx_settle_compute(
+    client: Any, container: Any, platform: dict[str, str], tenant: str, projector: Projector
+) -> None:
+    """The projector applies each stored event with its stored ruling (no second legality check):
+    on tables that record violations its read models and its per-table state equal a fold with
+    every check, and the settlements equal ``kwx settle``'s."""
+    import json
+
+    from domain.events import decode as decode_event
+    from services.commands.settle import settle_lines
+    from tests.projections.helpers import violating
+    from tests.projections.test_derive import _golden_lou_hu
+
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for seed in range(1, 7):
+        wire, codes = violating(seed, 3)
+        assert codes
+        tables["rec-" + uuid.uuid4().hex[:12]] = wire
+    tables["rec-lou-" + uuid.uuid4().hex[:8]] = _golden_lou_hu()
+    for table_id, wire in tables.items():
+        append(client, platform, table_id, wire, size=50)
+    projector.catch_up()
+    recorded = 0
+    for table_id, wire in tables.items():
+        state = fold(wire)
+        stored = q(
+            container, "SELECT count(*) FROM events WHERE table_id = %s AND ruling IS NOT NULL", table_id
+        )
+        assert stored[0][0] == len(state.rulings) > 0
+        recorded += len(state.rulings)
+        rows = q(
+            container,
+            "SELECT settlement FROM proj_hand_settlements WHERE table_id = %s ORDER BY ordinal",
+            table_id,
+        )
+        expected = [msgspec.json.decode(msgspec.json.encode(s)) for s in state.settlements]
+        assert [r[0] for r in rows] == expected
+        code, doc = settle_lines([json.dumps(e).encode() for e in wire])
+        assert code == 0 and [r[0] for r in rows] == json.loads(json.dumps(doc["hands"]))
+        # the per-hand snapshots are the checked fold's states after each hand_started (of the
+        # events as stored: table_opened with its rules pinned)
+        events = [decode_event(e.body) for e in container.store.read_table(table_id, 0, 10_000)]
+        assert len(events) == len(wire)
+        state = engine.fold(events)
+        snaps = q(container, "SELECT version, state FROM proj_table_snapshots WHERE table_id = %s", table_id)
+        assert len(snaps) == state.hand_no
+        for version, blob in snaps:
+            assert bytes(blob) == engine.encode_state(engine.fold(events[:version]))
+        # a restarted projector refolds the table from the store (read_table, stored rulings)
+        ctx = Projector(container.pool, container.store, engine)._ctx(table_id, len(wire) + 1)
+        assert ctx.state == state and ctx.failures == 0
+    assert recorded >= 10
+
+
+def test_an_unreadable_event_is_logged_and_skipped(private_db: tuple[Any, str], monkeypatch: Any) -> None:
+    """A stored row the engine cannot apply (changed behind the service's back) must not stop the
+    read models: the projector logs it and moves on, in its batches and in a refold."""
+    import psycopg
+    import structlog
+    from structlog.testing import capture_logs
+
+    from projections import projector as projector_module
+
+    store, url = private_db
+    projector = Projector(store.pool, store, engine)
+    projector.catch_up()
+    good = {f"ok-{uuid.uuid4().hex[:8]}": simulated(6100 + i, 1) for i in range(2)}
+    broken = "bad-" + uuid.uuid4().hex[:8]
+    first, second = list(good.items())
+    store.append("acme", first[0], 0, [convert(e) for e in first[1]])
+    store.append("acme", broken, 0, [convert(e) for e in simulated(6200, 1)])
+    n = len(simulated(6200, 1))
+    with psycopg.connect(url, autocommit=True) as conn:
+        for version, body, ruling in (
+            (n + 1, '{"type": "tile_discarded", "id": "x1", "seat": 0, "tile": "ZZ"}', None),
+            (n + 2, '{"type": "table_closed", "id": "x2"}', '{"rule": 5}'),
+        ):
+            conn.execute(
+                "INSERT INTO events (table_id, version, event_id, type, body, ruling, hash) "
+                "VALUES (%s, %s, %s, 'x', %s, %s, decode(repeat('00', 32), 'hex'))",
+                (broken, version, f"x{version}", body, ruling),
+            )
+    store.append("acme", second[0], 0, [convert(e) for e in second[1]])
+    with capture_logs() as captured:
+        monkeypatch.setattr(projector_module, "log", structlog.get_logger("kwx.projector"))
+        projector.catch_up()
+        unreadable = [e for e in captured if e["event"] == "projector_event_unreadable"]
+        assert [(e["table_id"], e["version"]) for e in unreadable] == [(broken, n + 1), (broken, n + 2)]
+        with psycopg.connect(url) as conn:
+            settled = dict(
+                conn.execute("SELECT table_id, count(*) FROM proj_hand_settlements GROUP BY 1").fetchall()
+            )
+            (in_log,) = conn.execute("SELECT count(*) FROM events").fetchone()  # type: ignore[misc]
+        assert settled == {first[0]: 1, broken: 1, second[0]: 1}
+        assert set(projector.checkpoints().values()) == {max(projector.checkpoints().values())}
+        with psycopg.connect(url) as conn:
+            counted = conn.execute("SELECT DISTINCT events FROM projection_checkpoints").fetchall()
+        assert counted == [(in_log,)]
+        # a refold (a restarted projector) skips them too, and says so again
+        ctx = Projector(store.pool, store, engine)._ctx(broken, n + 3)
+        assert (ctx.version, ctx.failures, ctx.state.version) == (n + 2, 2, n)
+        assert len([e for e in captured if e["event"] == "projector_event_unreadable"]) == 4
