@@ -3,7 +3,8 @@ wall_revealed, settlement_reported, table_closed; and of a tile taken from the w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from domain.events import (
@@ -26,7 +27,6 @@ from domain.walls import (
     not_full_set,
     over_four,
     remaining,
-    sha256_of,
 )
 
 
@@ -92,8 +92,10 @@ def _check_hand_started(state: TableState, ev: Any, v: int) -> Ruling | None:
                 f"{seat}号位发了{len(tiles)}张牌：庄家14张，其他13张",
                 seat=seat, count=len(tiles), expected=need,
             )  # fmt: skip
-    hands = [[TILE_INDEX[x] for x in h] for h in ev.hands]
-    counts = counts_of(hands)
+    counts = [0] * 21  # walls.counts_of of the hands' kinds, counted straight from the names
+    for h in ev.hands:
+        for x in h:
+            counts[TILE_INDEX[x]] += 1
     bad = over_four(counts) if max(counts) > 4 else []
     if bad:
         return make(
@@ -103,10 +105,9 @@ def _check_hand_started(state: TableState, ev: Any, v: int) -> Ruling | None:
             tile=t(bad[0]), count=counts[bad[0]],
         )  # fmt: skip
     if ev.wall is not None:
-        wall = [TILE_INDEX[x] for x in ev.wall]
         total = list(counts)
-        for k in wall:
-            total[k] += 1
+        for x in ev.wall:
+            total[TILE_INDEX[x]] += 1
         bad = not_full_set(total) if min(total) != 4 or max(total) != 4 else []
         if bad:
             return make(
@@ -116,12 +117,12 @@ def _check_hand_started(state: TableState, ev: Any, v: int) -> Ruling | None:
                 f"手牌加牌墙中{t(bad[0])}有{total[bad[0]]}张，必须正好是84张牌",
                 tile=t(bad[0]), count=total[bad[0]],
             )  # fmt: skip
-        if ev.wall_sha256 is not None and sha256_of(wall).lower() != ev.wall_sha256.lower():
+        if ev.wall_sha256 is not None and (digest := _sha256_of_names(ev.wall)) != ev.wall_sha256.lower():
             return make(
                 v, "wall_mismatch",
                 "the wall does not match its wall_sha256 commitment",
                 "牌墙与其SHA-256承诺不符",
-                expected=ev.wall_sha256.lower(), actual=sha256_of(wall),
+                expected=ev.wall_sha256.lower(), actual=digest,
             )  # fmt: skip
     return None
 
@@ -180,8 +181,7 @@ def _check_wall_revealed(state: TableState, ev: Any, v: int) -> Ruling | None:
             "wall_revealed only follows a hand_started that committed wall_sha256 without the wall",
             "只有开局时只给出牌墙SHA-256承诺的一局才能公布牌墙",
         )  # fmt: skip
-    wall = [TILE_INDEX[x] for x in ev.wall]
-    digest = sha256_of(wall)
+    digest = _sha256_of_names(ev.wall)
     if digest != hs.wall_sha256.lower():
         return make(
             v, "wall_mismatch",
@@ -190,6 +190,7 @@ def _check_wall_revealed(state: TableState, ev: Any, v: int) -> Ruling | None:
             f"第{hs.hand}局公布的牌墙与开局时的SHA-256承诺不符",
             hand=hs.hand, expected=hs.wall_sha256.lower(), actual=digest,
         )  # fmt: skip
+    wall = [TILE_INDEX[x] for x in ev.wall]
     dealt = _dealt_counts(hs)
     total = [a + b for a, b in zip(dealt, counts_of([wall]), strict=True)]
     bad = not_full_set(total)
@@ -210,6 +211,11 @@ def _check_wall_revealed(state: TableState, ev: Any, v: int) -> Ruling | None:
             hand=hs.hand,
         )  # fmt: skip
     return None
+
+
+def _sha256_of_names(wall: Sequence[str]) -> str:
+    """``walls.sha256_of`` of the wall's kinds, from the wire names themselves (no round trip)."""
+    return hashlib.sha256("".join(wall).encode("ascii")).hexdigest()
 
 
 def _dealt_counts(hs: HandState) -> list[int]:

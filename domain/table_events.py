@@ -71,7 +71,7 @@ def apply_started(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> 
         base <<= state.shang_lou
         if ev.dice is not None and ev.dice[0] == ev.dice[1]:
             base <<= 1  # 骰子点数相同，本局底分x2 (stacks with 上楼)
-    concealed = tuple(tuple(_counts(h)) for h in ev.hands)
+    concealed = tuple([_counts(h) for h in ev.hands])
     seen = tuple([a + b + c for a, b, c in zip(*concealed, strict=True)])
     dealer = ev.dealer
     ws = tuple(() if s == dealer else waits(concealed[s]) for s in (0, 1, 2))
@@ -89,7 +89,7 @@ def apply_started(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> 
         dealer=dealer,
         base=base,
         start_event=v,
-        wall=tuple([TILE_INDEX[x] for x in ev.wall]) if ev.wall is not None else None,
+        wall=tuple(map(TILE_INDEX.__getitem__, ev.wall)) if ev.wall is not None else None,
         wall_sha256=ev.wall_sha256.lower() if ev.wall_sha256 is not None else None,
         seen=seen,
         concealed=concealed,
@@ -102,11 +102,11 @@ def apply_started(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> 
     return _replace(state, hand=hs, hand_no=ev.hand, dealer=dealer)
 
 
-def _counts(tiles: Sequence[str]) -> list[int]:
+def _counts(tiles: Sequence[str]) -> tuple[int, ...]:
     c = [0] * 21
     for x in tiles:
         c[TILE_INDEX[x]] += 1
-    return c
+    return tuple(c)
 
 
 def apply_reported(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
