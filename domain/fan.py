@@ -58,6 +58,8 @@ def _valid(sit: WinSituation) -> bool:
         return False
     if sum(c) != 14 - 3 * len(sit.melds) or c[sit.win_tile] < 1:
         return False
+    if not sit.melds:
+        return min(c) >= 0 and max(c) <= 4
     totals = list(c)
     for m in sit.melds:
         totals[m.tile] += m.size
@@ -80,7 +82,7 @@ def score(sit: WinSituation, rules: Rules) -> Score | None:
         readings.append(_Reading(seven_pairs_hits(sit, rules), seven_pairs_notation(sit.concealed), 0, ""))
     if not readings:
         return None
-    best = min(readings, key=_Reading.key)
+    best = readings[0] if len(readings) == 1 else min(readings, key=_Reading.key)
     return _settle(sit, rules, best)
 
 
@@ -93,7 +95,8 @@ def _standard_reading(sit: WinSituation, rules: Rules, d: Decomposition, melds: 
 
 def _settle(sit: WinSituation, rules: Rules, r: _Reading) -> Score:
     multiplier = r.multiplier
-    exempt = [(rules.cap_exempt[h.id], h.id) for h in r.hits if h.id in rules.cap_exempt]
+    cap_exempt = rules.cap_exempt
+    exempt = [(cap_exempt[h.id], h.id) for h in r.hits if h.id in cap_exempt] if cap_exempt else []
     if rules.cap is None:
         capped, note = multiplier, "no cap"
     elif exempt:

@@ -186,9 +186,10 @@ def standard_hits(sit: WinSituation, rules: Rules, d: Decomposition) -> list[Pat
     hits: list[PatternHit] = []
     melds = sit.melds
     win = sit.win_tile
-    triplets = [g.tile for g in d.sets if g.kind == "tri"] + [m.tile for m in melds]
+    concealed_triplets = [g.tile for g in d.sets if g.kind == "tri"]
+    triplets = concealed_triplets + [m.tile for m in melds] if melds else concealed_triplets
 
-    if all(g.kind == "tri" for g in d.sets):
+    if len(concealed_triplets) == len(d.sets):  # every concealed set a triplet
         sets = [g.notation() for g in d.sets] + [_tiles(m.tile, m.size) for m in melds]
         hits.append(
             PatternHit(
@@ -198,7 +199,7 @@ def standard_hits(sit: WinSituation, rules: Rules, d: Decomposition) -> list[Pat
             )
         )
 
-    dragon_sets = sorted({t for t in triplets if t in (C, F, P)})
+    dragon_sets = sorted({t for t in triplets if t >= C})  # C, F, P: the kinds from 18 on
     if len(dragon_sets) == 3:
         hits.append(PatternHit(id="da_san_yuan", x=8, detail="triplets or kongs of C, F and P"))
     elif len(dragon_sets) == 2 and d.pair in (C, F, P):
@@ -291,4 +292,6 @@ def _product(hits: Sequence[PatternHit]) -> int:
 
 
 def sort_hits(hits: Sequence[PatternHit]) -> tuple[PatternHit, ...]:
+    if len(hits) < 2:
+        return tuple(hits)
     return tuple(sorted(hits, key=lambda h: (PATTERN_RANK[h.id], h.detail)))

@@ -233,9 +233,15 @@ def decompositions(counts: Sequence[int]) -> list[Decomposition]:
     pair, then by the sets (each sorted by lowest tile).
     """
     c = tuple(counts)
-    if sum(c) % 3 != 2 or not is_standard_win(c):
-        return []
-    parts = (_part_splits(c[0:9], 0), _part_splits(c[9:18], 9), _part_splits(c[18:21], 18))
+    p, s, d = c[0:9], c[9:18], c[18:21]
+    if sum(c) % 3 != 2 or p not in _SUIT_TABLE or s not in _SUIT_TABLE or d not in _DRAGON_TABLE:
+        return []  # not is_standard_win(c)
+    parts = (_part_splits(p, 0), _part_splits(s, 9), _part_splits(d, 18))
+    if len(parts[0]) == len(parts[1]) == len(parts[2]) == 1:
+        # one split per part (the usual case): exactly one of them holds the pair (sum ≡ 2), the
+        # others have -1
+        (p0, s0), (p1, s1), (p2, s2) = parts[0][0], parts[1][0], parts[2][0]
+        return [Decomposition(max(p0, p1, p2), s0 + s1 + s2)]
     combos: list[tuple[int, tuple[Group, ...]]] = [(-1, ())]
     for splits in parts:
         nxt: list[tuple[int, tuple[Group, ...]]] = []
