@@ -17,6 +17,7 @@ the chains of events stored before.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 import msgspec
 
@@ -29,6 +30,16 @@ def genesis(table_id: str) -> bytes:
 
 def link(previous: bytes, canonical: bytes) -> bytes:
     return hashlib.sha256(previous + canonical).digest()
+
+
+def links(previous: bytes, canonicals: Iterable[bytes]) -> list[bytes]:
+    """The chain's next hashes, one per canonical event (each :func:`link` of the one before)."""
+    out: list[bytes] = []
+    sha256 = hashlib.sha256
+    for canonical in canonicals:
+        previous = sha256(previous + canonical).digest()
+        out.append(previous)
+    return out
 
 
 def link_event(previous: bytes, event: Event) -> bytes:

@@ -81,19 +81,35 @@ class StoredEvent:
     ruling: str | None  # JSON text, or None
 
 
+def _json_array(texts: list[str | None]) -> str:
+    return "[" + ",".join(t or "null" for t in texts) + "]"
+
+
 def _tag(event: Event) -> str:
     return str(type(event).__struct_config__.tag)
 
 
 @dataclass(slots=True)
 class _Batch:
-    """A batch stepped through the engine: the rows to store and where the table ends up."""
+    """A batch stepped through the engine: what to store and where the table ends up."""
 
-    rows: list[tuple[Any, ...]]
-    rulings: list[dict[str, Any]]
+    events: Sequence[Event]  # as stored (pinned)
+    canon: list[bytes]  # their canonical bytes (the stored bodies)
+    hashes: list[bytes]  # their chain hashes
+    ruling_texts: list[str | None] | None  # each event's ruling as JSON; None: no event has one
+    rulings: list[dict[str, Any]]  # the recorded violations, with index and version (the answer)
     state: Any
-    version: int
+    version: int  # the last event's
     last_hash: bytes
+
+    def rows(self, table_id: str) -> list[tuple[Any, ...]]:
+        """The rows for ``COPY`` (``_COPY``'s columns)."""
+        first = self.version - len(self.events) + 1
+        texts = self.ruling_texts or [None] * len(self.events)
+        return [
+            (table_id, first + i, e.id, _tag(e), c.decode(), texts[i], h)
+            for i, (e, c, h) in enumerate(zip(self.events, self.canon, self.hashes, strict=True))
+        ]
 
 
 # A table's first batch: create the head with the batch's outcome; 0 rows if the table exists.
@@ -151,7 +167,6 @@ class FastPlan:
     count: int
     sql: str
     params: dict[str, Any]
-
 
 
 class EventStore:
@@ -266,9 +281,9 @@ class EventStore:
         params = {
             "t": table_id, "tenant": tenant, "old": tip.version, "new": batch.version,
             "hash": batch.last_hash, "snap": snapshot,
-            "bodies": "[" + ",".join(row[4] for row in batch.rows) + "]",
-            "rulings": "[" + ",".join(r[5] or "null" for r in batch.rows) + "]" if batch.rulings else None,
-            "hashes": b"".join(row[6] for row in batch.rows),
+            "bodies": (b"[" + b",".join(batch.canon) + b"]").decode(),
+            "rulings": _json_array(batch.ruling_texts) if batch.ruling_texts else None,
+            "hashes": b"".join(batch.hashes),
         }  # fmt: skip
         return FastPlan(tenant, table_id, tip, batch, snapshot is not None, len(events),
                         _FAST_CREATE if create else _FAST_MOVE, params)  # fmt: skip
@@ -344,24 +359,22 @@ class EventStore:
         events: Sequence[Event],
         canon: list[bytes],
     ) -> _Batch:
-        rows: list[tuple[Any, ...]] = []
+        stepped = self.engine.step_batch(state, events)
+        if stepped.refused is not None:
+            i = stepped.refused
+            ruling = dict(stepped.refusal or {"rule": "sequence", "message": "refused"})
+            message = str(ruling.pop("message", "illegal event"))
+            raise IllegalEvent(message, index=i, event_id=events[i].id, **ruling)
+        hashes = chain.links(previous, canon)
         rulings: list[dict[str, Any]] = []
-        step = self.engine.step
-        for i, event in enumerate(events):
-            verdict = step(state, event)
-            if not verdict.accepted:
-                ruling = dict(verdict.ruling or {"rule": "sequence", "message": "refused"})
-                message = str(ruling.pop("message", "illegal event"))
-                raise IllegalEvent(message, index=i, event_id=event.id, **ruling)
-            version += 1
-            previous = chain.link(previous, canon[i])
-            ruling_text = None
-            if verdict.ruling is not None:
-                rulings.append({"index": i, "version": version, **verdict.ruling})
-                ruling_text = _json.encode(verdict.ruling).decode()
-            rows.append((table_id, version, event.id, _tag(event), canon[i].decode(), ruling_text, previous))
-            state = verdict.state
-        return _Batch(rows, rulings, state, version, previous)
+        texts: list[str | None] | None = None
+        if stepped.rulings:
+            texts = [None] * len(events)
+            for i, ruling in stepped.rulings:
+                rulings.append({"index": i, "version": version + 1 + i, **ruling})
+                texts[i] = _json.encode(ruling).decode()
+        last = hashes[-1] if hashes else previous
+        return _Batch(events, canon, hashes, texts, rulings, stepped.state, version + len(events), last)
 
     def _append_tx(
         self,
@@ -399,7 +412,7 @@ class EventStore:
                 return replay, None
             raise
         with conn.cursor() as cur, cur.copy(_COPY) as copy:
-            for row in batch.rows:
+            for row in batch.rows(table_id):
                 copy.write_row(row)
         snapshot_version = head.snapshot_version
         if batch.version - head.snapshot_version >= self.snapshot_every:

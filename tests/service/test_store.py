@@ -340,3 +340,37 @@ def test_without_expected_version_a_stale_cache_retries_from_the_stored_head(sto
     again = store.append("acme", table, None, events_of(wire[60:90]))
     assert again.replayed and (again.first_version, again.version) == (61, 90)
     assert store.verify(table)[2] == []
+
+
+def test_recorded_violations_are_stored_alike_by_the_fast_and_the_locking_path(store: EventStore) -> None:
+    """violations: "record": the same stream stored in one fast-path batch and, on another table,
+    with its violation in a batch the locking path stores (COPY): the same rulings in the answers
+    and in the ``ruling`` column, and both hash chains verify."""
+    from tests.service.streams import GOLDEN, expectation, load
+
+    path = GOLDEN / "lou-hu-rejected.jsonl"
+    wire = load(path)
+    index, rule = expectation(path)["error"]["index"], expectation(path)["error"]["rule"]
+    recorded = events_of([dict(wire[0], violations="record"), *wire[1:]])
+    fast_table, locked_table = new_table(), new_table()
+
+    fast_locked = store.locked_appends
+    fast = store.append("acme", fast_table, 0, recorded)
+    assert store.locked_appends == fast_locked  # stored by the fast path
+    assert [(r["index"], r["version"], r["rule"]) for r in fast.rulings] == [(index, index + 1, rule)]
+
+    cut = index - 1  # the violation is in the second batch
+    other = EventStore(store.pool, store.engine, snapshot_every=1)
+    other.append("acme", locked_table, 0, recorded[:cut])
+    with store.pool.connection() as conn:  # an unreadable snapshot sends the next batch to the lock
+        conn.execute("UPDATE table_heads SET snapshot = '\\x00ff'::bytea WHERE table_id = %s", (locked_table,))
+    locked = store.locked_appends
+    rest = store.append("acme", locked_table, cut, recorded[cut:])
+    assert store.locked_appends == locked + 1
+    assert [(r["index"], r["version"], r["rule"]) for r in rest.rulings] == [(index - cut, index + 1, rule)]
+
+    fast_rows = store.read_table(fast_table, 0, 10_000)
+    locked_rows = store.read_table(locked_table, 0, 10_000)
+    assert [(r.body, r.ruling) for r in fast_rows] == [(r.body, r.ruling) for r in locked_rows]
+    assert [r.version for r in fast_rows if r.ruling is not None] == [index + 1]
+    assert store.verify(fast_table)[2] == [] and store.verify(locked_table)[2] == []
