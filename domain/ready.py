@@ -77,16 +77,20 @@ def waits(counts: Sequence[int]) -> tuple[int, ...]:
     total = sum(c)
     if total % 3 != 1:
         return ()
-    p, s, d = c[0:9], c[9:18], c[18:21]
-    p_ok, s_ok, d_ok = p in SUIT_TABLE, s in SUIT_TABLE, d in DRAGON_TABLE
+    p, s = c[0:9], c[9:18]
+    p_ok, s_ok = p in SUIT_TABLE, s in SUIT_TABLE
     out: tuple[int, ...] = ()
-    if s_ok and d_ok:
-        out = _suit_adds(p)
-    if p_ok and d_ok:
-        out += _sou_adds(s)
-    if p_ok and s_ok:
-        out += _DRAGON_ADDS.get(d) or _dragon_adds(d)
-    if total == 13 and c.count(1) + c.count(3) == 1:  # 七对: six pairs (or fours) and one odd kind
+    if p_ok or s_ok:  # otherwise no part can take the wait: two of the three must be sets (+ pair)
+        d = c[18:21]
+        d_ok = d in DRAGON_TABLE
+        if s_ok and d_ok:
+            out = _suit_adds(p)
+        if p_ok and d_ok:
+            out += _sou_adds(s)
+        if p_ok and s_ok:
+            out += _DRAGON_ADDS.get(d) or _dragon_adds(d)
+    # 七对: six pairs (or fours) and one odd kind, so at most seven kinds held (the cheaper test first)
+    if total == 13 and c.count(0) >= 14 and c.count(1) + c.count(3) == 1:
         k = c.index(1) if 1 in c else c.index(3)
         if k not in out:
             out = tuple(sorted((*out, k)))
