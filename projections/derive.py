@@ -89,17 +89,22 @@ def _lou_hu(state: Any) -> dict[tuple[int, int, int], Any]:
 
 def _lou_hu_may_differ(before: Any, after: Any) -> bool:
     """False when both 漏胡 logs are the very same objects (the reducer keeps an unchanged field by
-    reference), so no 漏胡 can be new: skips building two dicts per event."""
-    if getattr(before, "lou_hu_log", ()) is not getattr(after, "lou_hu_log", ()):
+    reference), so no 漏胡 can be new: skips building two dicts per event. (True also when a hand
+    starts or ends: then the logs are compared.)"""
+    if before.lou_hu_log is not after.lou_hu_log:
         return True
-    hand_before, hand_after = getattr(before, "hand", None), getattr(after, "hand", None)
+    hand_before, hand_after = before.hand, after.hand
     if hand_before is hand_after:  # the same hand object: the same log
         return False
-    return getattr(hand_before, "lou_hu_log", ()) is not getattr(hand_after, "lou_hu_log", ())
+    if hand_before is None or hand_after is None:
+        return True
+    return bool(hand_before.lou_hu_log is not hand_after.lou_hu_log)
 
 
 # Event classes are final (no subclasses), so ``type(event) is X`` decides what ``isinstance`` did.
 _SETTLES_PENDING = frozenset({MaDrawn, HandStarted, TableClosed})
+# Events that may give a fact whatever the state did (a snapshot, a report, a held settlement).
+_MAY_GIVE_FACTS = frozenset({HandStarted, SettlementReported, TableClosed, MaDrawn})
 
 
 def _record_for(state: Any, hand_no: int) -> Any:
@@ -126,37 +131,71 @@ def advance(
     ruling) cannot be decoded or applied — a row changed behind the service's back; ``kwx verify``
     reports those.
     """
+    return advance_row(engine, ctx, body, ruling, at.version, at.position, at.tx_id)
+
+
+def advance_row(
+    engine: Any,
+    ctx: TableCtx,
+    body: str | bytes | Event,
+    ruling: str | bytes | _Recheck | None,
+    version: int,
+    position: int,
+    tx_id: int,
+) -> list[Fact]:
+    """:func:`advance` with the log row's fields as they come: the projector's per-event call (the
+    facts' :class:`EventRef` is made only when there is a fact)."""
     before = ctx.state
-    ctx.version = at.version
+    ctx.version = version
     try:
-        event = decode_event(body) if isinstance(body, str | bytes) else body
-        kind = type(event)
+        event = decode_event(body) if isinstance(body, (str, bytes)) else body
         if ruling is None:
             after = engine.evolve(before, event)
-        elif not isinstance(ruling, _Recheck):
-            after = engine.evolve(before, event, stored_ruling(ruling))
-        else:
+        elif ruling is RECHECK:
             after, _ruling, _accepted = engine.step(before, event)
             # A stored event was accepted when it was appended (legal, or recorded as a violation).
             # If an engine change refuses it now, keep folding with the reducer so the version stays
             # aligned.
             if after.version != before.version + 1:
                 after = engine.evolve(before, event)
+        else:
+            assert not isinstance(ruling, _Recheck)
+            after = engine.evolve(before, event, stored_ruling(ruling))
     except Exception as exc:
         ctx.failures += 1
-        raise Unreadable(f"{ctx.table_id} v{at.version}: {exc}") from exc
+        raise Unreadable(f"{ctx.table_id} v{version}: {exc}") from exc
     ctx.state = after
+    kind = type(event)
     if kind is TableOpened and isinstance(event, TableOpened):  # (isinstance: for the type checker)
         ctx.info = _info(ctx, event, after)
     info = ctx.info
     if info is None:
         return []
+    # Most events (draws, discards) give no fact: no settlement added, no 漏胡 logged.
+    new_lou_hu = _lou_hu_may_differ(before, after)
+    if not new_lou_hu and kind not in _MAY_GIVE_FACTS and after.settlements is before.settlements:
+        return []
+    at = EventRef(version=version, position=position, tx_id=tx_id)
+    return _facts(engine, ctx, info, at, event, kind, before, after, new_lou_hu)
+
+
+def _facts(
+    engine: Any,
+    ctx: TableCtx,
+    info: TableInfo,
+    at: EventRef,
+    event: Event,
+    kind: type,
+    before: Any,
+    after: Any,
+    new_lou_hu: bool,
+) -> list[Fact]:
     facts: list[Fact] = []
     if kind is HandStarted and isinstance(event, HandStarted):
         facts.append(
             SnapshotTaken(info=info, at=at, hand=event.hand, state=bytes(engine.encode_state(after)))
         )
-    if _lou_hu_may_differ(before, after):
+    if new_lou_hu:
         old_lou_hu = _lou_hu(before)
         for key, lou in _lou_hu(after).items():
             if key in old_lou_hu:

@@ -15,18 +15,15 @@ with the next page), never skip one.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import psycopg
 
-
-class LogRow(NamedTuple):
-    table_id: str
-    version: int
-    position: int
-    tx_id: int
-    body: str  # the event as JSON text (jsonb output)
-    ruling: str | None  # its stored ruling as JSON text (a recorded violation), else None
+LogRow = tuple[str, int, int, int, str, "str | None"]
+"""One event of the log: ``(table_id, version, position, tx_id, body, ruling)`` — ``body`` the event
+as JSON text (jsonb output), ``ruling`` its stored ruling as JSON text (a recorded violation) or
+None. Plain tuples as psycopg gives them: the projector unpacks them in its loop (a NamedTuple's
+``_make`` per row and attribute reads cost ≈ 0.6 µs per event)."""
 
 
 # ORDER BY names the table's columns: an output column named ``tx_id`` would win over the column
@@ -43,5 +40,6 @@ READ_PAGE = (
 
 def read_page(conn: psycopg.Connection[Any], after: tuple[int, int], limit: int) -> list[LogRow]:
     """Up to ``limit`` events strictly after ``after`` = (tx_id, position), gap-free, in log order."""
-    rows = conn.execute(READ_PAGE, (str(after[0]), after[1], limit)).fetchall()
-    return list(map(LogRow._make, rows))  # (tx_id as int8: xid8 values stay far below 2**63)
+    # (tx_id as int8: xid8 values stay far below 2**63)
+    rows: list[LogRow] = conn.execute(READ_PAGE, (str(after[0]), after[1], limit)).fetchall()
+    return rows

@@ -37,9 +37,9 @@ from sqlalchemy import delete
 from sqlalchemy.dialects.postgresql import insert
 
 from projections import registry
-from projections.derive import TableCtx, Unreadable, advance, new_ctx
-from projections.log import read_page
-from projections.model import EventRef, Fact
+from projections.derive import TableCtx, Unreadable, advance_row, new_ctx
+from projections.log import LogRow, read_page
+from projections.model import Fact
 from projections.schema import OWNED, checkpoints
 from projections.sql import Connection, execute_many
 
@@ -129,9 +129,10 @@ class Projector:
                 after = ev.version
         return ctx
 
-    def _prefetch_tenants(self, conn: Connection, events: Sequence[StoredEventLike]) -> None:
+    def _prefetch_tenants(self, conn: Connection, events: Sequence[LogRow]) -> None:
         """One query for the tenants of every table this batch meets without a cached context."""
-        missing = sorted({ev.table_id for ev in events if ev.table_id not in self._tables})
+        tables = self._tables
+        missing = sorted({ev[0] for ev in events if ev[0] not in tables})
         self._tenants.clear()
         if missing:
             found = conn.execute(
@@ -142,16 +143,9 @@ class Projector:
     def _advance(self, ctx: TableCtx, ev: StoredEventLike) -> list[Fact]:
         """``derive.advance`` with the event's stored ruling; an unreadable event is skipped."""
         try:
-            return advance(
-                self.engine,
-                ctx,
-                ev.body,
-                EventRef(version=ev.version, position=ev.position, tx_id=ev.tx_id),
-                ev.ruling,
-            )
+            return advance_row(self.engine, ctx, ev.body, ev.ruling, ev.version, ev.position, ev.tx_id)
         except Unreadable as exc:
-            # One corrupted row must not stop every read model: skip it, say so (kwx verify finds it).
-            log.error("projector_event_unreadable", table_id=ev.table_id, version=ev.version, error=str(exc))
+            _skipped(ev.table_id, ev.version, exc)
             return []
 
     # ------------------------------------------------------------------ checkpoints
@@ -197,26 +191,33 @@ class Projector:
             # Every event read is after ``start``; a model whose checkpoint is further on (a
             # rebuild of some models) counts only the events after its own.
             counts = {
-                n: len(events) if cps[n] == start else sum((e.tx_id, e.position) > cps[n] for e in events)
+                n: len(events)
+                if cps[n] == start
+                else sum((tx, pos) > cps[n] for _, _, pos, tx, _, _ in events)
                 for n in names
             }
-            table_id: str | None = None
+            current: str | None = None
             ctx: TableCtx | None = None
-            for ev in events:
+            engine = self.engine
+            for table_id, version, position, tx_id, body, ruling in events:
                 # Consecutive events of one table (an append's) reuse its context: _ctx would
                 # return the same one, already last in the LRU.
-                if ev.table_id != table_id or ctx is None or ctx.version != ev.version - 1:
-                    table_id = ev.table_id
-                    ctx = self._ctx(table_id, ev.version)
-                facts = self._advance(ctx, ev)
+                if table_id != current or ctx is None or ctx.version != version - 1:
+                    current = table_id
+                    ctx = self._ctx(table_id, version)
+                try:  # (Projector._advance inlined: a call per event)
+                    facts = advance_row(engine, ctx, body, ruling, version, position, tx_id)
+                except Unreadable as exc:
+                    _skipped(table_id, version, exc)
+                    continue
                 if not facts:
                     continue
-                key = (ev.tx_id, ev.position)
+                key = (tx_id, position)
                 for _name, module, out, cp in modules:
                     if key > cp:
                         for fact in facts:
                             out.extend(module.rows(fact))
-            last = (events[-1].tx_id, events[-1].position)
+            last = (events[-1][3], events[-1][2])  # (tx_id, position)
             moved = [name for name in names if counts[name]]
             # One pipeline for the writes: sent back to back, one round trip (the opening balances'
             # SELECT of the ledger syncs on its own); an error still fails the whole transaction.
@@ -258,6 +259,11 @@ class Projector:
         names = tuple(names) if names is not None else self.names
         self.reset(names)
         return self.catch_up(names)
+
+
+def _skipped(table_id: str, version: int, exc: Unreadable) -> None:
+    # One corrupted row must not stop every read model: skip it, say so (kwx verify finds it).
+    log.error("projector_event_unreadable", table_id=table_id, version=version, error=str(exc))
 
 
 _CHECKPOINTS = f"SELECT name, tx_id, position FROM {checkpoints.name}"

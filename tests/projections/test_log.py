@@ -54,8 +54,8 @@ def _walk_lean(conn: psycopg.Connection[Any], size: int) -> list[Row]:
     out: list[Row] = []
     after = (0, 0)
     while page := read_page(conn, after, size):
-        out += [tuple(r) for r in page]  # type: ignore[misc]
-        after = (page[-1].tx_id, page[-1].position)
+        out += page  # (table_id, version, position, tx_id, body, ruling)
+        after = (page[-1][3], page[-1][2])
     return out
 
 
@@ -98,7 +98,7 @@ def test_read_page_holds_back_events_behind_a_running_transaction(private_db: tu
     ):
         start = (0, 0)
         while page := read_page(reader, start, 1000):
-            start = (page[-1].tx_id, page[-1].position)
+            start = (page[-1][3], page[-1][2])
         _insert(a, a_table, 1)  # A: the older xid, still running
         _insert(b, b_table, 1)
         b.commit()
@@ -107,4 +107,4 @@ def test_read_page_holds_back_events_behind_a_running_transaction(private_db: tu
             reader.execute("SELECT pg_current_xact_id()")
             assert read_page(reader, start, 1000) == []
         a.commit()
-        assert [r.table_id for r in read_page(reader, start, 1000)] == [a_table, b_table]
+        assert [r[0] for r in read_page(reader, start, 1000)] == [a_table, b_table]
