@@ -32,9 +32,13 @@ class StatDelta(msgspec.Struct, kw_only=True):
         return (self.tenant, self.player_id, self.preset)
 
     def add(self, counter: str, n: int = 1) -> None:
-        if counter not in STAT_COUNTERS:
+        if counter not in _KNOWN:
             raise KeyError(counter)
-        self.counters[counter] = self.counters.get(counter, 0) + n
+        counters = self.counters
+        counters[counter] = counters.get(counter, 0) + n
+
+
+_KNOWN = frozenset(STAT_COUNTERS)  # (a set: ``in`` on the tuple scanned ≈ 25 names per add)
 
 
 def _settled(fact: HandSettled) -> list[StatDelta]:
