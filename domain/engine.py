@@ -14,16 +14,16 @@ event first checked by ``check(state, event)``. Everything is pure (no I/O, cloc
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
 
 from domain.actions import Action, legal_actions, to_event
-from domain.events import Event, TableOpened
-from domain.legality import check
-from domain.reducer import evolve
-from domain.rules import resolve, to_dict
+from domain.events import Event, TableOpened, TileDiscarded, TileDrawn
+from domain.legality import check, check_discard, check_draw
+from domain.reducer import discarded_hand, drawn_hand, evolve
+from domain.rules import Rules, resolve, to_dict
 from domain.state import HandState, Ruling, TableState
 from domain.views import public_view
 
@@ -81,9 +81,40 @@ def rejects(state: TableState, ruling: Ruling) -> bool:
     return state.violations != "record" and not state.override
 
 
+_replace = msgspec.structs.replace
+
+# The usual events, a draw or a discard of a hand in progress: (legality check, reducer), so that
+# step and fold dispatch on the event's type once instead of in check and again in evolve.
+_Check = Callable[[TableState, HandState, Rules, Any, int], "Ruling | None"]
+_Apply = Callable[[TableState, Any, int], HandState]
+_USUAL: dict[type, tuple[_Check, _Apply]] = {
+    TileDrawn: (check_draw, drawn_hand),
+    TileDiscarded: (check_discard, discarded_hand),
+}
+
+
+def _usual(state: TableState, event: Event) -> TableState | None:
+    """``evolve(state, event)`` when ``event`` is a draw or discard of the hand in progress that
+    ``check`` accepts without a ruling (what check + evolve would do); None for anything else,
+    which check + evolve then decide (a ruling is computed again: the rare case)."""
+    pair = _USUAL.get(type(event))
+    hs = state.hand
+    if pair is None or hs is None or hs.phase == "over" or state.closed:
+        return None
+    rules = state.rules
+    assert rules is not None
+    v = state.version + 1
+    if pair[0](state, hs, rules, event, v) is not None:
+        return None
+    return _replace(state, hand=pair[1](state, event, v), version=v)
+
+
 def step(state: TableState, event: Event) -> tuple[TableState, Ruling | None, bool]:
     """Check and apply one event: ``(new state, ruling or None, True)``, or
     ``(state unchanged, ruling, False)`` when the event is rejected."""
+    new = _usual(state, event)
+    if new is not None:
+        return new, None, True
     ruling = check(state, event)
     if ruling is not None and rejects(state, ruling):
         return state, ruling, False
@@ -101,8 +132,10 @@ def fold(events: Iterable[Event], *, rules_override: dict[str, Any] | None = Non
     """Fold a stream from the start. Raises :class:`IllegalEvent` on a rejected event. With
     ``rules_override`` the table's pinned rules are replaced and rule violations are recorded."""
     state = initial()
+    if rules_override is None:
+        return fold_from(state, events)
     for i, ev in enumerate(events):
-        if rules_override is not None and type(ev) is TableOpened:
+        if type(ev) is TableOpened:
             ev = _override(ev, rules_override)
             state = msgspec.structs.replace(state, override=True)
         ruling = check(state, ev)
@@ -115,6 +148,10 @@ def fold(events: Iterable[Event], *, rules_override: dict[str, Any] | None = Non
 def fold_from(state: TableState, events: Iterable[Event], *, start_index: int = 0) -> TableState:
     """Continue folding from ``state`` (e.g. a snapshot)."""
     for i, ev in enumerate(events, start_index):
+        new = _usual(state, ev)
+        if new is not None:
+            state = new
+            continue
         ruling = check(state, ev)
         if ruling is not None and rejects(state, ruling):
             raise IllegalEvent(ruling, i)

@@ -84,7 +84,8 @@ def check(state: TableState, ev: Event) -> Ruling | None:
 # --- events of a hand in progress ---------------------------------------------------------------
 
 
-def _check_draw(state: TableState, hs: HandState, rules: Rules, ev: TileDrawn, v: int) -> Ruling | None:
+def check_draw(state: TableState, hs: HandState, rules: Rules, ev: TileDrawn, v: int) -> Ruling | None:
+    """:func:`check` of a draw in a hand in progress (``hs``), as the event of version ``v``."""
     seat, tile = ev.seat, TILE_INDEX[ev.tile]
     if hs.phase == "claim":
         nxt = (hs.turn + 1) % 3
@@ -173,9 +174,8 @@ def _discard_rules(
     return feeding(hs, rules, seat, tile, v, who(state, seat))
 
 
-def _check_discard(
-    state: TableState, hs: HandState, rules: Rules, ev: TileDiscarded, v: int
-) -> Ruling | None:
+def check_discard(state: TableState, hs: HandState, rules: Rules, ev: TileDiscarded, v: int) -> Ruling | None:
+    """:func:`check` of a discard in a hand in progress (``hs``), as the event of version ``v``."""
     seat, tile = ev.seat, TILE_INDEX[ev.tile]
     if hs.phase != "discard" or seat != hs.turn or hs.concealed[seat][tile] < 1:
         return _discard_structure(state, hs, seat, tile, v)  # the ruling (its usual case inline here)
@@ -236,8 +236,8 @@ def _check_hu(state: TableState, hs: HandState, rules: Rules, ev: Any, v: int) -
 
 _HandCheck = Callable[[TableState, HandState, Rules, Any, int], "Ruling | None"]
 _HAND: dict[type, _HandCheck] = {
-    TileDrawn: _check_draw,
-    TileDiscarded: _check_discard,
+    TileDrawn: check_draw,
+    TileDiscarded: check_discard,
     LiangDao: _check_liang_dao,
     Peng: _check_peng,
     Kong: _check_kong,
@@ -246,4 +246,4 @@ _HAND: dict[type, _HandCheck] = {
     HandAborted: _check_aborted,
 }
 
-__all__ = ["TILE_NAMES", "WALL_SIZE", "check"]
+__all__ = ["TILE_NAMES", "WALL_SIZE", "check", "check_discard", "check_draw"]

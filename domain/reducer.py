@@ -91,10 +91,11 @@ def claim_last(hs: HandState) -> tuple[tuple[Discard, ...], ...]:
 
 
 def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
-    return _replace(state, hand=_drawn_hand(state, ev, v))
+    return _replace(state, hand=drawn_hand(state, ev, v))
 
 
-def _drawn_hand(state: TableState, ev: TileDrawn, v: int) -> HandState:
+def drawn_hand(state: TableState, ev: TileDrawn, v: int) -> HandState:
+    """The hand after an accepted draw without a ruling (``v``: its version)."""
     hs = state.hand
     assert hs is not None
     seat, k = ev.seat, TILE_INDEX[ev.tile]
@@ -120,7 +121,7 @@ def _drawn_hand(state: TableState, ev: TileDrawn, v: int) -> HandState:
         return _replace(
             hs,
             front=hs.front + 1,
-            drawn_front=(*hs.drawn_front, k),
+            drawn_front=hs.drawn_front + (k,),  # noqa: RUF005 - one tuple built, not a list first
             seen=seen,
             concealed=concealed,
             phase="discard",
@@ -165,7 +166,7 @@ def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> Han
     cl = list(conc[seat])
     cl[k] -= 1
     c = tuple(cl)
-    d = (*dis[seat], Discard(tile=k, event=v))
+    d = dis[seat] + (Discard(tile=k, event=v),)
     # set3 written out for the seat's concealed tiles and discards: this runs for every discard
     if seat == 0:
         concealed, discards = (c, conc[1], conc[2]), (d, dis[1], dis[2])
@@ -220,10 +221,11 @@ def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> Han
 
 
 def _discarded(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
-    return _replace(state, hand=_discarded_hand(state, ev, v))
+    return _replace(state, hand=discarded_hand(state, ev, v))
 
 
-def _discarded_hand(state: TableState, ev: TileDiscarded, v: int) -> HandState:
+def discarded_hand(state: TableState, ev: TileDiscarded, v: int) -> HandState:
+    """The hand after an accepted discard without a ruling (``v``: its version)."""
     hs = state.hand
     assert hs is not None
     return _discard(state, hs, ev.seat, TILE_INDEX[ev.tile], v)
@@ -400,8 +402,8 @@ def _aborted(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> Table
 
 
 _FAST: dict[type, Callable[[TableState, Any, int], HandState]] = {
-    TileDrawn: _drawn_hand,
-    TileDiscarded: _discarded_hand,
+    TileDrawn: drawn_hand,
+    TileDiscarded: discarded_hand,
 }
 _Apply = Callable[[TableState, Any, int, "Ruling | None"], TableState]
 _APPLY: dict[type, _Apply] = {
@@ -421,4 +423,4 @@ _APPLY: dict[type, _Apply] = {
     TableClosed: apply_closed,
 }
 
-__all__ = ["WALL_SIZE", "evolve", "remaining"]
+__all__ = ["WALL_SIZE", "discarded_hand", "drawn_hand", "evolve", "remaining"]
