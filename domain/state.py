@@ -90,7 +90,7 @@ class ReportedSettlement(msgspec.Struct, frozen=True, kw_only=True):
     transfers: tuple[tuple[int | str, int | str, int], ...]  # (from, to, amount) as reported
 
 
-class HandState(msgspec.Struct, frozen=True, kw_only=True):
+class HandState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     hand: int
     dealer: int
     base: int
@@ -127,7 +127,7 @@ class HandState(msgspec.Struct, frozen=True, kw_only=True):
     ended: int = 0  # version of the event that ended the hand
 
 
-class TableState(msgspec.Struct, frozen=True, kw_only=True):
+class TableState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     version: int = 0  # number of events applied
     opened: bool = False
     table_event: str = ""  # id of table_opened
