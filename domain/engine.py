@@ -21,10 +21,11 @@ import msgspec
 
 from domain.actions import Action, legal_actions, to_event
 from domain.events import Event, TableOpened, TileDiscarded, TileDrawn
-from domain.legality import check, check_discard, check_draw
-from domain.reducer import discarded_hand, drawn_hand, evolve
+from domain.legality import check, discard_ruling, draw_ruling
+from domain.reducer import discard, draw, evolve
 from domain.rules import Rules, resolve, to_dict
 from domain.state import HandState, Ruling, TableState
+from domain.tiles import TILE_INDEX
 from domain.views import public_view
 
 __all__ = [
@@ -83,13 +84,14 @@ def rejects(state: TableState, ruling: Ruling) -> bool:
 
 _replace = msgspec.structs.replace
 
-# The usual events, a draw or a discard of a hand in progress: (legality check, reducer), so that
-# step and fold dispatch on the event's type once instead of in check and again in evolve.
-_Check = Callable[[TableState, HandState, Rules, Any, int], "Ruling | None"]
-_Apply = Callable[[TableState, Any, int], HandState]
-_USUAL: dict[type, tuple[_Check, _Apply]] = {
-    TileDrawn: (check_draw, drawn_hand),
-    TileDiscarded: (check_discard, discarded_hand),
+# The usual events, a draw or a discard of a hand in progress: (legality ruling, reducer) of a
+# seat and a tile kind, so that step and fold read the event and dispatch on its type once
+# instead of in check and again in evolve.
+_Ruling = Callable[[TableState, HandState, Rules, int, int, int], "Ruling | None"]
+_Apply = Callable[[TableState, HandState, int, int, int], HandState]
+_USUAL: dict[type, tuple[_Ruling, _Apply]] = {
+    TileDrawn: (draw_ruling, draw),
+    TileDiscarded: (discard_ruling, discard),
 }
 
 
@@ -103,10 +105,11 @@ def _usual(state: TableState, event: Event) -> TableState | None:
         return None
     rules = state.rules
     assert rules is not None
-    v = state.version + 1
-    if pair[0](state, hs, rules, event, v) is not None:
+    ev: Any = event  # a TileDrawn or TileDiscarded (the keys of _USUAL)
+    seat, k, v = ev.seat, TILE_INDEX[ev.tile], state.version + 1
+    if pair[0](state, hs, rules, seat, k, v) is not None:
         return None
-    return _replace(state, hand=pair[1](state, event, v), version=v)
+    return _replace(state, hand=pair[1](state, hs, seat, k, v), version=v)
 
 
 def step(state: TableState, event: Event) -> tuple[TableState, Ruling | None, bool]:

@@ -85,8 +85,14 @@ def check(state: TableState, ev: Event) -> Ruling | None:
 
 
 def check_draw(state: TableState, hs: HandState, rules: Rules, ev: TileDrawn, v: int) -> Ruling | None:
-    """:func:`check` of a draw in a hand in progress (``hs``), as the event of version ``v``."""
-    seat, tile = ev.seat, TILE_INDEX[ev.tile]
+    return draw_ruling(state, hs, rules, ev.seat, TILE_INDEX[ev.tile], v)
+
+
+def draw_ruling(
+    state: TableState, hs: HandState, rules: Rules, seat: int, tile: int, v: int
+) -> Ruling | None:
+    """:func:`check` of ``seat`` drawing ``tile`` in a hand in progress (``hs``), as the event of
+    version ``v``."""
     if hs.phase == "claim":
         nxt = (hs.turn + 1) % 3
         if seat != nxt:
@@ -175,8 +181,14 @@ def _discard_rules(
 
 
 def check_discard(state: TableState, hs: HandState, rules: Rules, ev: TileDiscarded, v: int) -> Ruling | None:
-    """:func:`check` of a discard in a hand in progress (``hs``), as the event of version ``v``."""
-    seat, tile = ev.seat, TILE_INDEX[ev.tile]
+    return discard_ruling(state, hs, rules, ev.seat, TILE_INDEX[ev.tile], v)
+
+
+def discard_ruling(
+    state: TableState, hs: HandState, rules: Rules, seat: int, tile: int, v: int
+) -> Ruling | None:
+    """:func:`check` of ``seat`` discarding ``tile`` in a hand in progress (``hs``), as the event of
+    version ``v``."""
     if hs.phase != "discard" or seat != hs.turn or hs.concealed[seat][tile] < 1:
         return _discard_structure(state, hs, seat, tile, v)  # the ruling (its usual case inline here)
     if hs.liang_dao[seat] is None and not rules.liang_dao_forbid_feeding:
@@ -246,4 +258,4 @@ _HAND: dict[type, _HandCheck] = {
     HandAborted: _check_aborted,
 }
 
-__all__ = ["TILE_NAMES", "WALL_SIZE", "check", "check_discard", "check_draw"]
+__all__ = ["TILE_NAMES", "WALL_SIZE", "check", "discard_ruling", "draw_ruling"]

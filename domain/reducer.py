@@ -95,10 +95,13 @@ def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSt
 
 
 def drawn_hand(state: TableState, ev: TileDrawn, v: int) -> HandState:
-    """The hand after an accepted draw without a ruling (``v``: its version)."""
     hs = state.hand
     assert hs is not None
-    seat, k = ev.seat, TILE_INDEX[ev.tile]
+    return draw(state, hs, ev.seat, TILE_INDEX[ev.tile], v)
+
+
+def draw(state: TableState, hs: HandState, seat: int, k: int, v: int) -> HandState:
+    """The hand ``hs`` after ``seat`` drew ``k`` (accepted, no ruling) as the event of version ``v``."""
     if hs.candidates:
         hs = close_window(hs, rules_of(state), v) or hs
     if hs.lou_hu[seat] is not None:
@@ -161,7 +164,9 @@ def drawn_hand(state: TableState, ev: TileDrawn, v: int) -> HandState:
     )
 
 
-def _discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> HandState:
+def discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> HandState:
+    """The hand ``hs`` after ``seat`` discarded ``k`` (accepted; also the discard of a 亮倒) as the
+    event of version ``v``."""
     conc, dis = hs.concealed, hs.discards
     cl = list(conc[seat])
     cl[k] -= 1
@@ -225,10 +230,9 @@ def _discarded(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> Tab
 
 
 def discarded_hand(state: TableState, ev: TileDiscarded, v: int) -> HandState:
-    """The hand after an accepted discard without a ruling (``v``: its version)."""
     hs = state.hand
     assert hs is not None
-    return _discard(state, hs, ev.seat, TILE_INDEX[ev.tile], v)
+    return discard(state, hs, ev.seat, TILE_INDEX[ev.tile], v)
 
 
 def _liang_dao(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
@@ -236,7 +240,7 @@ def _liang_dao(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> Tab
     hs = hand_of(state)
     seat, k = ev.seat, TILE_INDEX[ev.discard]
     # declared before the discard so that scoring the discard sees the flag only for this seat
-    hs = _discard(state, hs, seat, k, v)
+    hs = discard(state, hs, seat, k, v)
     info = LiangDaoInfo(
         event=v, discard=k, waits=hs.waits[seat], hidden=tuple(sorted(TILE_INDEX[x] for x in ev.hidden))
     )
@@ -423,4 +427,4 @@ _APPLY: dict[type, _Apply] = {
     TableClosed: apply_closed,
 }
 
-__all__ = ["WALL_SIZE", "discarded_hand", "drawn_hand", "evolve", "remaining"]
+__all__ = ["WALL_SIZE", "discard", "draw", "evolve", "remaining"]
