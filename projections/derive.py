@@ -1,8 +1,9 @@
 """From stored events to facts, purely: fold one table's events through the engine and say what
 each event made happen (a settled hand, a reported settlement to compare, a 漏胡, a hand start to
 snapshot). The projector keeps one :class:`TableCtx` per table in memory and calls
-:func:`advance` for each new event; a refold after a restart replays :func:`advance` and drops the
-facts.
+:func:`advance_row` for each new event, with the ruling stored with it (the event is applied as the
+append applied it, not checked again); a refold after a restart replays the table the same way and
+drops the facts.
 """
 
 from __future__ import annotations
