@@ -363,7 +363,8 @@ def test_recorded_violations_are_stored_alike_by_the_fast_and_the_locking_path(s
     other = EventStore(store.pool, store.engine, snapshot_every=1)
     other.append("acme", locked_table, 0, recorded[:cut])
     with store.pool.connection() as conn:  # an unreadable snapshot sends the next batch to the lock
-        conn.execute("UPDATE table_heads SET snapshot = '\\x00ff'::bytea WHERE table_id = %s", (locked_table,))
+        unreadable = "UPDATE table_heads SET snapshot = '\\x00ff'::bytea WHERE table_id = %s"
+        conn.execute(unreadable, (locked_table,))
     locked = store.locked_appends
     rest = store.append("acme", locked_table, cut, recorded[cut:])
     assert store.locked_appends == locked + 1
