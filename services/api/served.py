@@ -59,6 +59,9 @@ def create_served_app() -> FastAPI:
             container.close()
 
     app.router.lifespan_context = lifespan
+    from services import heap
+
+    heap.settle()  # imports and the app: never traversed by the collector again
     return app
 
 

@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
                     json.dumps({"projection": name, "tx_id": tx_id, "position": position, "behind": behind})
                 )
             return 0
+        from services import heap
+
+        heap.settle()
         started = time.perf_counter()
         events = projector.rebuild(names)
         seconds = time.perf_counter() - started
@@ -70,8 +73,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _follow(projector: object, conninfo: str) -> int:
     from projections.projector import ProjectorRunner
+    from services import heap
 
     runner = ProjectorRunner(projector, conninfo)  # type: ignore[arg-type]
+    heap.settle()  # what the process keeps: never traversed by the collector again
     runner.start()
     print(json.dumps({"following": True}), flush=True)
     try:

@@ -62,8 +62,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"kwx: workers: {_workers_line(workers, settings.pool_size)}", flush=True)
     try:
         if workers == 1:
-            uvicorn.run(create_app(settings, container), host=args.host, port=args.port, access_log=False,
-                        log_level="warning")  # fmt: skip
+            from services import heap
+
+            app = create_app(settings, container)
+            heap.settle()  # imports, the app, the pool: never traversed by the collector again
+            uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning")
         else:
             # The workers join the database this process resolved (for the embedded server: its
             # socket; this process's handle keeps the server up until the workers are gone) and
