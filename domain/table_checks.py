@@ -18,6 +18,7 @@ from domain.events import (
 from domain.rules import RulesError, resolve
 from domain.rulings import make, t, who
 from domain.state import HandState, Ruling, TableState
+from domain.table_events import dealt
 from domain.tiles import TILE_INDEX
 from domain.walls import (
     counts_of,
@@ -92,10 +93,7 @@ def _check_hand_started(state: TableState, ev: Any, v: int) -> Ruling | None:
                 f"{seat}号位发了{len(tiles)}张牌：庄家14张，其他13张",
                 seat=seat, count=len(tiles), expected=need,
             )  # fmt: skip
-    counts = [0] * 21  # walls.counts_of of the hands' kinds, counted straight from the names
-    for h in ev.hands:
-        for x in h:
-            counts[TILE_INDEX[x]] += 1
+    counts = dealt(ev)[1]  # walls.counts_of of the hands' kinds (counted once for check and evolve)
     bad = over_four(counts) if max(counts) > 4 else []
     if bad:
         return make(

@@ -71,8 +71,7 @@ def apply_started(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> 
         base <<= state.shang_lou
         if ev.dice is not None and ev.dice[0] == ev.dice[1]:
             base <<= 1  # 骰子点数相同，本局底分x2 (stacks with 上楼)
-    concealed = tuple([_counts(h) for h in ev.hands])
-    seen = tuple([a + b + c for a, b, c in zip(*concealed, strict=True)])
+    concealed, seen = dealt(ev)
     dealer = ev.dealer
     ws = tuple(() if s == dealer else waits(concealed[s]) for s in (0, 1, 2))
     piao = tuple(ev.piao) if ev.piao is not None else None
@@ -100,6 +99,23 @@ def apply_started(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> 
         record=record,
     )
     return _replace(state, hand=hs, hand_no=ev.hand, dealer=dealer)
+
+
+# The last hand_started counted, by identity of the (immutable) event: its check
+# (domain.table_checks) and its application use the same counts.
+_last_dealt: tuple[HandStarted, tuple[tuple[int, ...], ...], tuple[int, ...]] | None = None
+
+
+def dealt(ev: HandStarted) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """The count vectors of the hands dealt, per seat, and of all three together."""
+    global _last_dealt
+    last = _last_dealt
+    if last is not None and last[0] is ev:
+        return last[1], last[2]
+    concealed = tuple([_counts(h) for h in ev.hands])
+    seen = tuple([a + b + c for a, b, c in zip(*concealed, strict=True)])
+    _last_dealt = (ev, concealed, seen)
+    return concealed, seen
 
 
 def _counts(tiles: Sequence[str]) -> tuple[int, ...]:
