@@ -210,8 +210,9 @@ def _check_liang_dao(state: TableState, hs: HandState, rules: Rules, ev: Any, v:
             seat=seat,
         )  # fmt: skip
     hidden = [TILE_INDEX[x] for x in ev.hidden]
-    return feeding(hs, rules, seat, tile, v, who(state, seat)) or check_declaration(
-        hs, rules, seat, tile, hidden, v, who(state, seat)
+    name = who(state, seat)
+    return feeding(hs, rules, seat, tile, v, name) or check_declaration(
+        hs, rules, seat, tile, hidden, v, name
     )
 
 

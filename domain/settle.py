@@ -253,6 +253,10 @@ def _exhausted(ledger: _Ledger, record: HandRecord, rules: Rules) -> None:
                 )
 
 
+def _transfer_order(t: Transfer) -> tuple[int, int]:
+    return (t.event, _REASON_ORDER[t.reason])
+
+
 def settle_hand(record: HandRecord, rules: Rules) -> Settlement:
     """The CONTRACT.md §2 settlement of a finished hand."""
     if record.end is None:
@@ -282,17 +286,18 @@ def settle_hand(record: HandRecord, rules: Rules) -> Settlement:
                     _piao(ledger, record, win, payers)
         elif record.end == "exhausted":
             _exhausted(ledger, record, rules)
-    indexed = list(enumerate(ledger.lines))
-    indexed.sort(key=lambda it: (it[1].event, _REASON_ORDER[it[1].reason], it[0]))
-    transfers = tuple(t for _, t in indexed)
+    transfers = tuple(sorted(ledger.lines, key=_transfer_order))  # stable: ties keep their order
     net = [0, 0, 0]
     house = 0
     for t in transfers:
-        for party, sign in ((t.from_, -1), (t.to, 1)):
-            if party == "house":
-                house += sign * t.amount
-            else:
-                net[party] += sign * t.amount
+        if t.from_ == "house":
+            house -= t.amount
+        else:
+            net[t.from_] -= t.amount
+        if t.to == "house":
+            house += t.amount
+        else:
+            net[t.to] += t.amount
     return Settlement(
         hand=record.hand,
         end=record.end,
