@@ -73,11 +73,10 @@ def evolve(state: TableState, ev: Event, ruling: Ruling | None = None) -> TableS
         fast = _FAST.get(type(ev))
         if fast is not None:  # draws and discards: the version set in the same copy of the state
             return _replace(state, hand=fast(state, ev, v), version=v)
-    fn = _APPLY[type(ev)]
-    new = fn(state, ev, v, ruling)
+    new = _APPLY[type(ev)](state, ev, v, ruling)  # at version v already (one copy of the state)
     if ruling is not None:
-        return _replace(new, version=v, rulings=(*state.rulings, ruling))
-    return _replace(new, version=v)
+        return _replace(new, rulings=(*state.rulings, ruling))
+    return new
 
 
 def claim_last(hs: HandState) -> tuple[tuple[Discard, ...], ...]:
@@ -91,7 +90,7 @@ def claim_last(hs: HandState) -> tuple[tuple[Discard, ...], ...]:
 
 
 def _drawn(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
-    return _replace(state, hand=drawn_hand(state, ev, v))
+    return _replace(state, hand=drawn_hand(state, ev, v), version=v)
 
 
 def drawn_hand(state: TableState, ev: TileDrawn, v: int) -> HandState:
@@ -226,7 +225,7 @@ def discard(state: TableState, hs: HandState, seat: int, k: int, v: int) -> Hand
 
 
 def _discarded(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
-    return _replace(state, hand=discarded_hand(state, ev, v))
+    return _replace(state, hand=discarded_hand(state, ev, v), version=v)
 
 
 def discarded_hand(state: TableState, ev: TileDiscarded, v: int) -> HandState:
@@ -245,7 +244,7 @@ def _liang_dao(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> Tab
         event=v, discard=k, waits=hs.waits[seat], hidden=tuple(sorted(TILE_INDEX[x] for x in ev.hidden))
     )
     rec = _replace(hs.record, declarations=(*hs.record.declarations, Declaration(seat=seat, event=v)))
-    return _replace(state, hand=_replace(hs, liang_dao=set3(hs.liang_dao, seat, info), record=rec))
+    return _replace(state, hand=_replace(hs, liang_dao=set3(hs.liang_dao, seat, info), record=rec), version=v)
 
 
 def _peng(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
@@ -270,7 +269,7 @@ def _peng(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSta
         chain=None,
         candidates=(),
     )
-    return _replace(state, hand=hs)
+    return _replace(state, hand=hs, version=v)
 
 
 def _kong(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
@@ -338,7 +337,7 @@ def _kong(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableSta
     )
     if kind == "added":
         hs = _replace(hs, candidates=candidates(hs, rules, k, seat, "rob"))
-    return _replace(state, hand=hs)
+    return _replace(state, hand=hs, version=v)
 
 
 def _hu(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
@@ -409,6 +408,7 @@ _FAST: dict[type, Callable[[TableState, Any, int], HandState]] = {
     TileDrawn: drawn_hand,
     TileDiscarded: discarded_hand,
 }
+# (state, event, v, ruling) -> the table after the event, its version set to v
 _Apply = Callable[[TableState, Any, int, "Ruling | None"], TableState]
 _APPLY: dict[type, _Apply] = {
     TableOpened: apply_opened,

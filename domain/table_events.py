@@ -60,6 +60,7 @@ def apply_opened(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> T
         rules=resolve(ev.rules),
         rules_spec=dict(ev.rules),
         violations=ev.violations,
+        version=v,
     )
 
 
@@ -98,7 +99,7 @@ def apply_started(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> 
         fresh=True,
         record=record,
     )
-    return _replace(state, hand=hs, hand_no=ev.hand, dealer=dealer)
+    return _replace(state, hand=hs, hand_no=ev.hand, dealer=dealer, version=v)
 
 
 # The last hand_started counted, by identity of the (immutable) event: its check
@@ -130,11 +131,11 @@ def apply_reported(state: TableState, ev: Any, v: int, ruling: Ruling | None) ->
     rep = ReportedSettlement(
         hand=ev.hand, event=v, transfers=tuple((x.from_, x.to, x.amount) for x in ev.transfers)
     )
-    return _replace(state, reported=(*state.reported, rep))
+    return _replace(state, reported=(*state.reported, rep), version=v)
 
 
 def apply_closed(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
-    return _replace(state, closed=True)
+    return _replace(state, closed=True, version=v)
 
 
 def apply_wall_revealed(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
@@ -142,7 +143,7 @@ def apply_wall_revealed(state: TableState, ev: Any, v: int, ruling: Ruling | Non
     hs = hand_of(state)
     result = "ok" if ruling is None else ruling.code
     hs = _replace(hs, wall=tuple(TILE_INDEX[x] for x in ev.wall), wall_revealed=v)
-    return _replace(state, hand=hs, wall_checks=(*state.wall_checks, (hs.hand, v, result)))
+    return _replace(state, hand=hs, wall_checks=(*state.wall_checks, (hs.hand, v, result)), version=v)
 
 
 def apply_ma(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> TableState:
@@ -152,15 +153,16 @@ def apply_ma(state: TableState, ev: Any, v: int, ruling: Ruling | None) -> Table
     rec = _replace(hs.record, ma_tile=k, ma_event=v)
     hs = _replace(hs, record=rec, back=hs.back + 1, drawn_back=(*hs.drawn_back, k), seen=add1(hs.seen, k, 1))
     # the hand was settled at its hu; settle again with the 买码 tile
-    return settle(state, hs, resettle=True)
+    return settle(state, hs, v, resettle=True)
 
 
 def end_hand(state: TableState, hs: HandState, v: int) -> TableState:
     hs = _replace(hs, phase="over", ended=v, candidates=(), last_tile=None, drawn=None)
-    return settle(state, hs, resettle=False)
+    return settle(state, hs, v, resettle=False)
 
 
-def settle(state: TableState, hs: HandState, *, resettle: bool) -> TableState:
+def settle(state: TableState, hs: HandState, v: int, *, resettle: bool) -> TableState:
+    """The table at version ``v`` with ``hs`` (over) settled into its settlements and coins."""
     rules = rules_of(state)
     rec = hs.record
     try:
@@ -199,4 +201,5 @@ def settle(state: TableState, hs: HandState, *, resettle: bool) -> TableState:
         next_dealer=next_dealer,
         shang_lou=shang_lou,
         lou_hu_log=log,
+        version=v,
     )
