@@ -115,9 +115,12 @@ def draw(state: TableState, hs: HandState, seat: int, k: int, v: int) -> HandSta
     c = list(conc[seat])
     c[k] += 1
     row = tuple(c)
-    concealed = (
-        (row, conc[1], conc[2]) if seat == 0 else (conc[0], row, conc[2]) if seat == 1 else (*conc[:2], row)
-    )
+    if seat == 0:
+        concealed = (row, conc[1], conc[2])
+    elif seat == 1:
+        concealed = (conc[0], row, conc[2])
+    else:
+        concealed = (conc[0], conc[1], row)
     if not back and chain is None and not hs.from_back and not hs.after_kong and not hs.candidates:
         # the usual draw: only the fields that change (each keyword of a replace costs)
         return _replace(

@@ -142,7 +142,7 @@ def apply_wall_revealed(state: TableState, ev: Any, v: int, ruling: Ruling | Non
     assert isinstance(ev, WallRevealed)
     hs = hand_of(state)
     result = "ok" if ruling is None else ruling.code
-    hs = _replace(hs, wall=tuple(TILE_INDEX[x] for x in ev.wall), wall_revealed=v)
+    hs = _replace(hs, wall=tuple([TILE_INDEX[x] for x in ev.wall]), wall_revealed=v)
     return _replace(state, hand=hs, wall_checks=(*state.wall_checks, (hs.hand, v, result)), version=v)
 
 
