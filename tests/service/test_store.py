@@ -375,3 +375,33 @@ def test_recorded_violations_are_stored_alike_by_the_fast_and_the_locking_path(s
     assert [(r.body, r.ruling) for r in fast_rows] == [(r.body, r.ruling) for r in locked_rows]
     assert [r.version for r in fast_rows if r.ruling is not None] == [index + 1]
     assert store.verify(fast_table)[2] == [] and store.verify(locked_table)[2] == []
+
+
+def test_the_heads_snapshot_is_stored_uncompressed_and_starts_a_cold_store(
+    store: EventStore, database_url: str
+) -> None:
+    """Migration 0005: ``table_heads.snapshot`` is ``STORAGE EXTERNAL`` — the snapshot the fast
+    path writes is stored without pglz compression (docs/operations.md, Speed), reads back as the
+    very bytes of the state the store holds, and a store with an empty cache continues from it."""
+    table, wire = new_table(), legal_table(2)
+    cut = len(wire) - 10
+    store.append("acme", table, 0, events_of(wire[:cut]))  # ≥ 50 events: the head gets a snapshot
+    with psycopg.connect(database_url) as conn:
+        storage = conn.execute(
+            "SELECT attstorage FROM pg_attribute"
+            " WHERE attrelid = 'table_heads'::regclass AND attname = 'snapshot'"
+        ).fetchone()
+        version, compression, snapshot = conn.execute(
+            "SELECT snapshot_version, pg_column_compression(snapshot), snapshot FROM table_heads"
+            " WHERE table_id = %s",
+            (table,),
+        ).fetchone()
+    assert storage == ("e",)
+    assert version == cut and compression is None
+    tip = store.cache.peek(table)
+    assert tip is not None and bytes(snapshot) == store.engine.encode_state(tip.state)
+    cold = EventStore(store.pool, store.engine)
+    fast = cold.fast_appends
+    result = cold.append("acme", table, cut, events_of(wire[cut:]))
+    assert (result.first_version, result.version, cold.fast_appends) == (cut + 1, len(wire), fast + 1)
+    assert store.verify(table)[2] == []
