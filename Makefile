@@ -16,12 +16,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# The rules engine compiled with mypyc (services/compiled_engine.py), rebuilt when domain/ changes;
+# used only while it matches the sources. Without a C compiler the engine stays interpreted.
+COMPILED := $(VENV)/.compiled
+$(COMPILED): $(STAMP) $(wildcard domain/*.py) services/compiled_engine.py
+	$(BIN)/python -m services.compiled_engine build || echo "kwx: the rules engine stays interpreted"
+	touch $(COMPILED)
 
-run: $(STAMP)
+install: $(STAMP) $(COMPILED)
+
+run: $(STAMP) $(COMPILED)
 	$(BIN)/kwx serve --host $(HOST) --port $(PORT)
 
-test: $(STAMP)
+test: $(STAMP) $(COMPILED)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -29,7 +36,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-bench: $(STAMP)
+bench: $(STAMP) $(COMPILED)
 	$(BIN)/python -m tests.bench
 
 openapi: $(STAMP)
