@@ -45,7 +45,10 @@ def run(args: argparse.Namespace) -> int:
     container = bootstrap(settings)  # starts the embedded PostgreSQL if needed, migrates
     where = "DATABASE_URL" if settings.database_url else f"embedded, data in {settings.data_dir.resolve()}"
     print(f"kwx: database {describe(container.database_url)} ({where}), migrated")
-    print(f"kwx: rules engine: {container.engine.name}")
+    from services import compiled_engine
+
+    form = "compiled with mypyc" if compiled_engine.active() else "interpreted"
+    print(f"kwx: rules engine: {container.engine.name} ({form})")
     print(f"kwx: listening on http://{args.host}:{args.port}  (health: /v1/health, docs: /docs)")
     print("kwx: create a key with:  .venv/bin/kwx keys create --tenant NAME --role platform", flush=True)
     # uvicorn re-raises SIGTERM after its graceful shutdown; with Python's default handler the
