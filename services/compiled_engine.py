@@ -98,8 +98,10 @@ def install(target: Path | None = None) -> None:
 
 
 def active() -> bool:
-    """Whether ``domain`` was imported with the compiled modules."""
-    return _finder is not None and _finder.active
+    """Whether ``domain`` was imported with the compiled modules first on its path."""
+    package = sys.modules.get("domain")
+    path = list(getattr(package, "__path__", ()))
+    return _finder is not None and _finder.active and bool(path) and path[0] == str(_finder.target / "domain")
 
 
 def build(target: Path | None = None) -> int:
