@@ -35,9 +35,8 @@ def link(previous: bytes, canonical: bytes) -> bytes:
 def links(previous: bytes, canonicals: Iterable[bytes]) -> list[bytes]:
     """The chain's next hashes, one per canonical event (each :func:`link` of the one before)."""
     out: list[bytes] = []
-    sha256 = hashlib.sha256
     for canonical in canonicals:
-        previous = sha256(previous + canonical).digest()
+        previous = link(previous, canonical)
         out.append(previous)
     return out
 

@@ -269,7 +269,7 @@ class EventStore:
         """The batch stepped from ``tip`` and the statement that stores it (``create``: the head
         row is inserted, for a new table); None if the batch is illegal from there."""
         try:
-            batch = self._step_batch(table_id, tip.version, tip.last_hash, tip.state, events, canon)
+            batch = self._step_batch(tip.version, tip.last_hash, tip.state, events, canon)
         except IllegalEvent:
             return None  # re-checked under the lock, where a replay is recognised too
         snapshot = None
@@ -352,7 +352,6 @@ class EventStore:
 
     def _step_batch(
         self,
-        table_id: str,
         version: int,
         previous: bytes,
         state: Any,
@@ -405,7 +404,7 @@ class EventStore:
             )
         state = self._state_at(conn, head)
         try:
-            batch = self._step_batch(table_id, head.version, head.last_hash, state, events, canon)
+            batch = self._step_batch(head.version, head.last_hash, state, events, canon)
         except IllegalEvent:
             replay = self._replay(conn, table_id, events, canon)
             if replay is not None:
