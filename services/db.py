@@ -9,6 +9,8 @@ async pool of the same connections in its event loop (:func:`open_async_pool`).
 from __future__ import annotations
 
 import logging
+import select
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import sql
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from sqlalchemy.dialects import postgresql as pg_dialects
 from sqlalchemy.sql import ClauseElement
 
@@ -80,6 +82,141 @@ def describe(url: str) -> str:
     return f"postgresql://{parts.username or ''}@{host}{port}{parts.path}"
 
 
+# How long a request waits for a pooled connection: up to POOL_WAIT seconds while the database
+# answers (a busy pool), at most DOWN_WAIT once connecting to it has failed (an outage: the answer is
+# a quick 503, not a 10-s hang). A failed reconnection is given up after RECONNECT_TIMEOUT, so the
+# next request makes the pool try again at once instead of on a growing back-off (recovery within
+# about a second of the server coming back). docs/faults.md.
+POOL_WAIT = 10.0
+DOWN_WAIT = 1.0
+RECONNECT_TIMEOUT = 2.0
+
+
+class Unreachable(PoolTimeout):
+    """No pooled connection, and the last attempt to connect to the database failed."""
+
+
+class Reachability:
+    """Whether the last attempt of a pool to connect to the database failed (shared by the sync and
+    async pools of one URL in a process): connections are made only when the pool grows or
+    replaces one, so this costs nothing per request."""
+
+    def __init__(self) -> None:
+        self.down = False
+        self.last_error = ""
+
+    def failed(self, exc: BaseException) -> None:
+        self.down, self.last_error = True, str(exc).strip().splitlines()[0][:200] if str(exc) else ""
+
+    def ok(self) -> None:
+        self.down = False
+
+
+_REACHABILITY: dict[str, Reachability] = {}
+
+
+def reachability(url: str) -> Reachability:
+    return _REACHABILITY.setdefault(url, Reachability())
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """``exc`` says the connection itself broke (the server ended the session, a restart, the network),
+    not that a statement failed on a working connection (a timeout, a conflict): a statement on a
+    new connection may succeed. A pool timeout is not a lost connection (retrying it doubles the
+    wait)."""
+    if not isinstance(exc, psycopg.OperationalError) or isinstance(exc, PoolTimeout):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def quiet(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """True when an idle connection has nothing to read: one ``poll(2)``, no round trip. A server
+    that ended the session (``pg_terminate_backend``, a shutdown or restart) has sent its FATAL error
+    and closed the socket, which makes it readable; a live idle session sends nothing."""
+    if conn.closed:
+        return False
+    try:
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN)
+        return not poller.poll(0)
+    except (OSError, ValueError, psycopg.Error):
+        return False
+
+
+def _tracked(base: type[Any], reach: Reachability) -> type[Any]:
+    """``base`` (a psycopg connection class) whose ``connect`` reports to ``reach``."""
+    if issubclass(base, psycopg.AsyncConnection):
+
+        class TrackedAsync(base):  # type: ignore[valid-type,misc]
+            @classmethod
+            async def connect(cls, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    conn = await super().connect(*args, **kwargs)
+                except psycopg.OperationalError as exc:
+                    reach.failed(exc)
+                    raise
+                reach.ok()
+                return conn
+
+        return TrackedAsync
+
+    class Tracked(base):  # type: ignore[valid-type,misc]
+        @classmethod
+        def connect(cls, *args: Any, **kwargs: Any) -> Any:
+            try:
+                conn = super().connect(*args, **kwargs)
+            except psycopg.OperationalError as exc:
+                reach.failed(exc)
+                raise
+            reach.ok()
+            return conn
+
+    return Tracked
+
+
+class Pool(ConnectionPool):
+    """The service's pool: a connection whose server ended the session is never handed out (checked
+    on checkout with :func:`quiet`, no round trip), and a request gives up after ``DOWN_WAIT``
+    seconds instead of ``timeout`` while the database cannot be reached (``Unreachable``)."""
+
+    reach: Reachability
+
+    def getconn(self, timeout: float | None = None) -> Any:
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return super().getconn(min(left, DOWN_WAIT))
+            except PoolTimeout:
+                if self.reach.down:
+                    raise Unreachable(f"the database is not reachable: {self.reach.last_error}") from None
+                if time.monotonic() >= deadline - 0.001:
+                    raise PoolTimeout(
+                        f"no free connection in {self.timeout if timeout is None else timeout:.1f} s"
+                    ) from None
+
+
+class AsyncPool(AsyncConnectionPool):
+    """:class:`Pool` for an event loop."""
+
+    reach: Reachability
+
+    async def getconn(self, timeout: float | None = None) -> Any:
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return await super().getconn(min(left, DOWN_WAIT))
+            except PoolTimeout:
+                if self.reach.down:
+                    raise Unreachable(f"the database is not reachable: {self.reach.last_error}") from None
+                if time.monotonic() >= deadline - 0.001:
+                    raise PoolTimeout(
+                        f"no free connection in {self.timeout if timeout is None else timeout:.1f} s"
+                    ) from None
+
+
 def make_pool(url: str, *, size: int, role: str | None) -> ConnectionPool:
     """A pool whose connections run as ``role`` (``SET ROLE``; see docs/operations.md)."""
 
@@ -89,15 +226,27 @@ def make_pool(url: str, *, size: int, role: str | None) -> ConnectionPool:
         conn.execute("SET statement_timeout = '30s'")
         conn.commit()
 
-    pool = ConnectionPool(
+    def check(conn: psycopg.Connection[Any]) -> None:
+        if quiet(conn):
+            return
+        conn.close()  # the pool replaces it; the others most likely died with it: test them now
+        pool.check()
+        raise psycopg.OperationalError("the server ended this pooled connection")
+
+    reach = reachability(url)
+    pool = Pool(
         url,
         min_size=min(2, size),
         max_size=size,
         configure=configure,
+        check=check,
+        connection_class=_tracked(psycopg.Connection, reach),
         open=False,
         name="kwx",
-        timeout=10.0,
+        timeout=POOL_WAIT,
+        reconnect_timeout=RECONNECT_TIMEOUT,
     )
+    pool.reach = reach
     pool.open(wait=True, timeout=15.0)
     return pool
 
@@ -111,16 +260,28 @@ async def open_async_pool(url: str, *, size: int, role: str | None) -> AsyncConn
             await conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
         await conn.execute("SET statement_timeout = '30s'")
 
-    pool: AsyncConnectionPool = AsyncConnectionPool(
+    async def check(conn: psycopg.AsyncConnection[Any]) -> None:
+        if quiet(conn):
+            return
+        await conn.close()
+        await pool.check()
+        raise psycopg.OperationalError("the server ended this pooled connection")
+
+    reach = reachability(url)
+    pool = AsyncPool(
         url,
         min_size=1,
         max_size=size,
         kwargs={"autocommit": True},
         configure=configure,
+        check=check,
+        connection_class=_tracked(psycopg.AsyncConnection, reach),
         open=False,
         name="kwx-async",
-        timeout=10.0,
+        timeout=POOL_WAIT,
+        reconnect_timeout=RECONNECT_TIMEOUT,
     )
+    pool.reach = reach
     await pool.open(wait=True, timeout=15.0)
     return pool
 

@@ -6,9 +6,11 @@ import asyncio
 import re
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Annotated, Any
 
 import msgspec
+import psycopg
 import structlog
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from msgspec import Meta
@@ -20,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from domain.events import Event
 from services.api import schemas
-from services.api.answers import error_answer
+from services.api.answers import RETRY_AFTER, error_answer
 from services.api.deps import (
     TableId,
     check_table_id,
@@ -30,6 +32,7 @@ from services.api.deps import (
     require_role,
 )
 from services.bootstrap import Container
+from services.db import connection_lost
 from services.errors import (
     BadRequest,
     BatchTooLarge,
@@ -187,13 +190,26 @@ async def append(
         )
     store, tenant = container.store, principal.tenant
     result = None
+    retried = False
     if pool is not None:
-        result = await _append_planned(store, pool, tenant, table_id, body)
+        try:
+            result = await _append_planned(store, pool, tenant, table_id, body)
+        except psycopg.OperationalError as exc:
+            if not connection_lost(exc):
+                raise
+            # The connection broke under the statement: stored or not, nobody knows. The store's
+            # append finds out on another connection (the same batch again: stored now, or
+            # recognised as stored — a replay), and that is the one retry (docs/faults.md).
+            store.cache.drop(table_id)
+            log.warning("append_connection_lost", detail=str(exc)[:200])
+            structlog.contextvars.bind_contextvars(retried=True)
+            retried = True
     if result is None:
         # A plain executor, not anyio's run_in_threadpool (≈ 0.1 ms of bookkeeping per call in the
         # event loop's thread); up to 40 appends at once, as anyio's default limiter allowed.
+        call = partial(store.append, retry=False) if retried else store.append
         result = await asyncio.get_running_loop().run_in_executor(
-            _APPEND_THREADS, store.append, tenant, table_id, body.expected_version, body.events
+            _APPEND_THREADS, call, tenant, table_id, body.expected_version, body.events
         )
     # The outcome rides on the request's one access line (services.api.app.RequestContext).
     structlog.contextvars.bind_contextvars(
@@ -262,8 +278,10 @@ class FastAppend:
         except Exception as exc:  # every failure becomes its answer, as the handlers give it
             status, body = error_answer(exc)
             answer = _encoder.encode(body)
-        length = [(b"content-length", str(len(answer)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": _JSON + length})
+        headers_out = [*_JSON, (b"content-length", str(len(answer)).encode())]
+        if status == 503:
+            headers_out.append(RETRY_AFTER)
+        await send({"type": "http.response.start", "status": status, "headers": headers_out})
         await send({"type": "http.response.body", "body": answer})
 
     async def _pool(self, container: Container) -> AsyncConnectionPool | None:

@@ -31,7 +31,7 @@ from psycopg_pool import ConnectionPool
 
 from domain.events import Event, canonical_bytes
 from domain.events import decode as decode_event
-from services.db import fetch
+from services.db import connection_lost, fetch
 from services.engine_adapter import Engine
 from services.errors import Forbidden, IdConflict, IllegalEvent, Malformed, VersionConflict
 from services.store import chain
@@ -176,9 +176,34 @@ class EventStore:
         self.snapshot_every = max(1, snapshot_every)
         self.cache = StateCache()
         self.fast_appends = self.locked_appends = 0
+        self.retried_appends = 0  # appends tried again after their connection broke (append)
 
     # ------------------------------------------------------------------ append
     def append(
+        self,
+        tenant: str,
+        table_id: str,
+        expected_version: int | None,
+        events: Sequence[Event],
+        *,
+        retry: bool = True,
+    ) -> AppendResult:
+        """Store ``events`` after ``expected_version`` (None: wherever the table is), whole or not at
+        all; the answer, a replay's answer, or a ``ServiceError``. When the connection breaks under
+        it (``services.db.connection_lost``: the server ended the session, restarted …) the batch is
+        appended once more on another connection (``retry``): it was stored or it was not, and the
+        second try either stores it or recognises it as stored (idempotent by event id). The
+        cached tip is dropped first: the database, not this process, says where the table is."""
+        try:
+            return self._append(tenant, table_id, expected_version, events)
+        except psycopg.OperationalError as exc:
+            if not (retry and connection_lost(exc)):
+                raise
+            self.cache.drop(table_id)
+            self.retried_appends += 1
+            return self._append(tenant, table_id, expected_version, events)
+
+    def _append(
         self, tenant: str, table_id: str, expected_version: int | None, events: Sequence[Event]
     ) -> AppendResult:
         # The stored form: a table_opened carries its rules pinned (every resolved option). The hash,
@@ -260,7 +285,8 @@ class EventStore:
             except pg_errors.UniqueViolation:
                 inserted = 0  # an id already stored: the locking path answers (replay or conflict)
             finally:
-                conn.autocommit = False
+                if not conn.closed:  # a lost connection: its own error says so
+                    conn.autocommit = False
         return self.finish_fast(plan, inserted)
 
     def _plan_fast(
@@ -322,7 +348,8 @@ class EventStore:
                         return None  # a snapshot of an older engine: the locking path refolds
                 state = self._stepped(conn, table_id, state, start, version)
             finally:
-                conn.autocommit = False
+                if not conn.closed:  # a lost connection: its own error says so
+                    conn.autocommit = False
         tip = Tip(tenant, version, state, bytes(last_hash), snapshot_version if snapshot is not None else 0)
         self.cache.put(table_id, tip)
         return tip
