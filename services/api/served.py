@@ -16,6 +16,11 @@ calls it and serves the one listening socket. A worker
 Each worker caches table state of its own (services/store/cache.py); the cache is only a guess
 checked by the database on every append, so workers appending to one table stay correct
 (tests/service/test_workers.py).
+
+``close_unread`` wraps the app ``kwx serve`` serves (one worker or N): a response sent before its
+request's body was read to the end (a 413, a 401 …) closes the connection, so a client streaming a
+refused body (chunked, without end) is cut off instead of read and discarded for as long as it
+sends (docs/faults.md, Process faults; tests/service/test_faults_process.py).
 """
 
 from __future__ import annotations
@@ -28,11 +33,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.settings import Settings
 
 
-def create_served_app() -> FastAPI:
+def create_served_app() -> ASGIApp:
     from services.api.app import create_app
 
     settings = Settings.from_env()
@@ -62,7 +68,44 @@ def create_served_app() -> FastAPI:
     from services import heap
 
     heap.settle()  # imports and the app: never traversed by the collector again
-    return app
+    return close_unread(app)
+
+
+def close_unread(app: ASGIApp) -> ASGIApp:
+    """``app``, whose responses say ``Connection: close`` when they start before the request's body
+    was received to its end (uvicorn then closes the connection after the response; without it, it
+    keeps the connection and discards whatever body still comes, without limit)."""
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _has_body(scope):
+            await app(scope, receive, send)
+            return
+        received = False
+
+        async def receive_() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                received = True
+            return message
+
+        async def send_(message: Message) -> None:
+            if message["type"] == "http.response.start" and not received:
+                message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
+            await send(message)
+
+        await app(scope, receive_, send_)
+
+    return guarded
+
+
+def _has_body(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return value.strip() != b"0"
+        if name == b"transfer-encoding":
+            return True
+    return False
 
 
 def _die_with_parent() -> None:

@@ -3,6 +3,13 @@
 ``--workers N`` (``KWX_WORKERS``, default one per core, but 1 with ``KWX_PROJECTOR=thread``): N > 1
 runs N uvicorn worker processes (services/api/served.py) after this process has bootstrapped
 (database, migrations, projector child); see docs/operations.md, Workers.
+
+Faults (docs/faults.md, Process faults): a worker that dies is replaced by uvicorn's supervisor; a
+worker that cannot start (its app's start-up failed: the database unreachable for its pool's 15 s)
+stops the whole server with exit status 1 and a ``kwx: worker … could not start`` line, so that a
+service manager restarts it. SIGTERM (or Ctrl-C) lets requests in flight finish for at most
+``GRACE_SECONDS``, then cancels the rest (an append is one transaction: stored whole or not at all)
+and exits 0.
 """
 
 from __future__ import annotations
@@ -11,6 +18,9 @@ import argparse
 import os
 import signal
 import sys
+from typing import Any
+
+GRACE_SECONDS = 10  # after SIGTERM: how long requests in flight may take (a slow client's upload …)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,9 +77,12 @@ def run(args: argparse.Namespace) -> int:
         if workers == 1:
             from services import heap
 
-            app = create_app(settings, container)
+            from services.api.served import close_unread
+
+            app = close_unread(create_app(settings, container))
             heap.settle()  # imports, the app, the pool: never traversed by the collector again
-            uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning")
+            uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning",
+                        timeout_graceful_shutdown=GRACE_SECONDS)  # fmt: skip
         else:
             # The workers join the database this process resolved (for the embedded server: its
             # socket; this process's handle keeps the server up until the workers are gone) and
@@ -78,13 +91,35 @@ def run(args: argparse.Namespace) -> int:
             os.environ["DATABASE_URL"] = container.database_url
             os.environ["KWX_SERVE_PID"] = str(os.getpid())
             container.close()
-            uvicorn.run("services.api.served:create_served_app", factory=True, workers=workers,
-                        host=args.host, port=args.port, access_log=False, log_level="warning")  # fmt: skip
+            config = uvicorn.Config("services.api.served:create_served_app", factory=True, workers=workers,
+                                    host=args.host, port=args.port, access_log=False, log_level="warning",
+                                    timeout_graceful_shutdown=GRACE_SECONDS)  # fmt: skip
+            failed = _supervise(config)
+            if failed:
+                print(f"kwx: worker {', '.join(map(str, failed))} could not start (see the log above); "
+                      "the server stops, exit status 1, for a service manager to restart it", flush=True)  # fmt: skip
+                return 1
     finally:
         if child is not None:
             child.stop()
         container.close()
     return 0
+
+
+def _supervise(config: Any) -> list[int]:
+    """uvicorn's multi-process supervisor (as ``uvicorn.run`` runs it): it replaces a worker that
+    dies, and stops every worker when one fails to *start* (its app's start-up failed), which
+    ``uvicorn.run`` does not tell apart from SIGTERM. The pids of the workers that failed to start
+    (empty after a signal)."""
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors import Multiprocess
+
+    supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+    try:
+        supervisor.run()
+    except KeyboardInterrupt:  # as uvicorn.run
+        pass
+    return [p.pid for p in supervisor.processes if p.exitcode == STARTUP_FAILURE and p.pid is not None]
 
 
 def _workers_line(workers: int, pool_size: int) -> str:
