@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -618,3 +619,36 @@ def test_sigterm_during_ingest_stops_cleanly_with_no_half_batch_and_no_orphan(pg
         assert len(ids) >= tally.versions.get(table, 0), table
     assert stored_ids(s.url, "term-slow") == []
     assert_chains_verify(s.url)
+
+
+# --------------------------------------------------------------------------- 1b. a worker cannot restart
+
+
+def test_a_worker_that_cannot_start_again_stops_the_server_with_status_1(pg_cluster: Any) -> None:
+    """A dead worker's replacement whose start-up fails (here: the database refuses new connections
+    for longer than the pool waits, 15 s) stops the whole server — exit status 1, a line saying so —
+    for a service manager to restart it, instead of exiting 0 as after a SIGTERM."""
+    from psycopg import sql
+
+    s = start_serve(pg_cluster, projector="off")
+    name = urlsplit(s.url).path.lstrip("/")
+
+    def allow(yes: bool) -> None:
+        with psycopg.connect(pg_cluster.admin_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}").format(
+                sql.Identifier(name), sql.Literal(yes)))  # fmt: skip
+
+    try:
+        family = s.family()
+        allow(False)
+        os.kill(s.workers()[0], signal.SIGKILL)
+        try:
+            code = s.proc.wait(120)
+        except subprocess.TimeoutExpired:
+            code = None
+        assert code == 1, f"kwx serve: exit {code}\n{s.log()[-3000:]}"
+        assert "could not start" in s.log() and "exit status 1" in s.log(), s.log()[-3000:]
+        wait_for(lambda: not any(alive(p) for p in family | s.seen), 15, "processes outlived kwx serve")
+    finally:
+        allow(True)
+        s.kill_all()
