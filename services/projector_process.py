@@ -3,11 +3,11 @@
 The projector folds every ingested event through the engine again (projections/). In the server's
 own process it competed with the request handlers for the GIL; as ``kwx projections follow`` in a
 process of its own it only shares the machine's cores. ``kwx serve`` starts it after migrating,
-restarts it if it dies (with a growing pause, at most 30 s), and stops it (SIGINT: the child
-closes its pool and, on the embedded server, its handle) when the server stops. On Linux the
-child gets SIGTERM if the server dies without stopping it (``PR_SET_PDEATHSIG``), so it never
-outlives the server. It runs in its own session, so a Ctrl-C in the terminal reaches the server,
-which then stops the child itself.
+restarts it if it dies (with a growing pause, at most 30 s, back to 1 s after a minute's good
+run), and stops it (SIGINT: the child closes its pool and, on the embedded server, its handle)
+when the server stops. On Linux the child gets SIGTERM if the server dies without stopping it
+(``PR_SET_PDEATHSIG``), so it never outlives the server. It runs in its own session, so a Ctrl-C
+in the terminal reaches the server, which then stops the child itself.
 
 It runs at a lower CPU priority (``nice`` 10 by default, ``KWX_PROJECTOR_NICE``): when ingest keeps
 the cores busy the projector yields to it and falls behind, and it catches up as soon as there is
@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 
 from services.logs import get_logger
@@ -49,7 +50,15 @@ def _child_setup(nice: int) -> Callable[[], None]:
 
 
 class ProjectorProcess:
-    """Runs and supervises ``kwx projections follow`` against ``database_url``."""
+    """Runs and supervises ``kwx projections follow`` against ``database_url``.
+
+    A child that exits is started again after a pause that doubles with each exit in a row
+    (``first_pause`` 1 s … ``longest_pause`` 30 s) and starts over at 1 s once a child had run
+    ``healthy_after`` (60 s): a crash a week after the last one is not made to wait 30 s."""
+
+    first_pause = 1.0
+    longest_pause = 30.0
+    healthy_after = 60.0
 
     def __init__(self, database_url: str, *, nice: int = 10, env: dict[str, str] | None = None) -> None:
         self.database_url = database_url
@@ -87,18 +96,21 @@ class ProjectorProcess:
             log.info("projector_process_started", pid=self.proc.pid, starts=self.starts)
 
     def _supervise(self) -> None:
-        pause = 1.0
+        pause = self.first_pause
         while not self._stopping.is_set():
             proc = self.proc
             if proc is None:
                 return
+            started = time.monotonic()
             code = proc.wait()
             if self._stopping.is_set():
                 return
+            if time.monotonic() - started >= self.healthy_after:
+                pause = self.first_pause  # it had been running well: a new failure, not the same one
             log.warning("projector_process_exited", pid=proc.pid, code=code, restart_in=pause)
             if self._stopping.wait(pause):
                 return
-            pause = min(pause * 2, 30.0)
+            pause = min(pause * 2, self.longest_pause)
             self._spawn()
 
     def stop(self, timeout: float = 15.0) -> None:

@@ -15,6 +15,7 @@ and exits 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -76,7 +77,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         if workers == 1:
             from services import heap
-
             from services.api.served import close_unread
 
             app = close_unread(create_app(settings, container))
@@ -96,8 +96,9 @@ def run(args: argparse.Namespace) -> int:
                                     timeout_graceful_shutdown=GRACE_SECONDS)  # fmt: skip
             failed = _supervise(config)
             if failed:
-                print(f"kwx: worker {', '.join(map(str, failed))} could not start (see the log above); "
-                      "the server stops, exit status 1, for a service manager to restart it", flush=True)  # fmt: skip
+                pids = ", ".join(map(str, failed))
+                print(f"kwx: worker {pids} could not start (see the log above); the server stops, "
+                      "exit status 1, for a service manager to restart it", flush=True)  # fmt: skip
                 return 1
     finally:
         if child is not None:
@@ -115,10 +116,8 @@ def _supervise(config: Any) -> list[int]:
     from uvicorn.supervisors import Multiprocess
 
     supervisor = Multiprocess(config, sockets=[config.bind_socket()])
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run
         supervisor.run()
-    except KeyboardInterrupt:  # as uvicorn.run
-        pass
     return [p.pid for p in supervisor.processes if p.exitcode == STARTUP_FAILURE and p.pid is not None]
 
 

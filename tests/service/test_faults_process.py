@@ -10,6 +10,7 @@ every table holding exactly its events once, in order, hash chains intact (`kwx 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -102,14 +103,10 @@ class Served:
         self.family()
         for pid in [self.proc.pid, *sorted(self.seen)]:
             if alive(pid):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 def start_serve(pg_cluster: Any, *, workers: int = 2, projector: str = "on", **extra: str) -> Served:
@@ -247,8 +244,10 @@ def join_all(threads: list[threading.Thread], seconds: float = 180) -> None:
 
 def stored_ids(url: str, table: str) -> list[tuple[int, str]]:
     with psycopg.connect(url) as conn:
-        return [(int(v), str(i)) for v, i in conn.execute(
-            "SELECT version, event_id FROM events WHERE table_id = %s ORDER BY version", (table,))]  # fmt: skip
+        rows = conn.execute(
+            "SELECT version, event_id FROM events WHERE table_id = %s ORDER BY version", (table,)
+        )
+        return [(int(v), str(i)) for v, i in rows]
 
 
 def assert_stored_exactly(url: str, tables: dict[str, list[dict[str, Any]]]) -> None:
@@ -285,7 +284,8 @@ def projector_behind(url: str) -> int:
     with psycopg.connect(url) as conn:
         row = conn.execute(
             "SELECT count(*) FROM events e, (SELECT tx_id, position FROM projection_checkpoints "
-            "ORDER BY tx_id, position LIMIT 1) c WHERE (e.tx_id, e.position) > (c.tx_id::text::xid8, c.position)"
+            "ORDER BY tx_id, position LIMIT 1) c "
+            "WHERE (e.tx_id, e.position) > (c.tx_id::text::xid8, c.position)"
         ).fetchone()
         models = conn.execute("SELECT count(*) FROM projection_checkpoints").fetchone()
     assert models is not None and row is not None
@@ -366,7 +366,9 @@ def test_a_worker_killed_mid_ingest_is_replaced_and_nothing_is_lost_or_doubled(s
 # --------------------------------------------------------------------------- 2. the projector SIGKILLed
 
 
-def test_the_projector_killed_mid_ingest_restarts_and_the_read_models_end_exactly_once(served: Served) -> None:
+def test_the_projector_killed_mid_ingest_restarts_and_the_read_models_end_exactly_once(
+    served: Served,
+) -> None:
     tables = tables_for("pkill", 8, hands=3, seed=200)
     tally = Tally()
     threads = run_clients(served, tables, 3, tally)
@@ -390,7 +392,8 @@ def test_the_projector_killed_mid_ingest_restarts_and_the_read_models_end_exactl
     wait_for(lambda: projector_behind(served.url) == 0, 120, "the projector did not catch up")
     with psycopg.connect(served.url) as conn:
         twice = conn.execute(
-            "SELECT table_id, hand, count(*) FROM proj_hand_settlements GROUP BY table_id, hand HAVING count(*) > 1"
+            "SELECT table_id, hand, count(*) FROM proj_hand_settlements "
+            "GROUP BY table_id, hand HAVING count(*) > 1"
         ).fetchall()
         assert twice == []
         settled = conn.execute(
@@ -407,8 +410,8 @@ def test_the_projector_killed_mid_ingest_restarts_and_the_read_models_end_exactl
         assert entries is not None and entries[0] > 0
         drift = conn.execute(
             "SELECT a.account FROM proj_ledger_accounts a JOIN (SELECT tenant, account_kind, account, "
-            "sum(amount) s, count(*) n FROM proj_ledger_entries GROUP BY 1, 2, 3) e USING (tenant, account_kind, "
-            "account) WHERE a.balance <> e.s OR a.entries <> e.n"
+            "sum(amount) s, count(*) n FROM proj_ledger_entries GROUP BY 1, 2, 3) e "
+            "USING (tenant, account_kind, account) WHERE a.balance <> e.s OR a.entries <> e.n"
         ).fetchall()
         assert drift == []
     live = read_models(served.url)
@@ -446,7 +449,9 @@ def _read_status(sock: socket.socket) -> tuple[int, bytes]:
         data += chunk
     assert data.startswith(b"HTTP/1.1 "), data[:200]
     head = data.split(b"\r\n\r\n", 1)[0].lower()
-    length = int(head.split(b"content-length:", 1)[1].split(b"\r\n", 1)[0]) if b"content-length:" in head else 0
+    length = (
+        int(head.split(b"content-length:", 1)[1].split(b"\r\n", 1)[0]) if b"content-length:" in head else 0
+    )
     while len(data.split(b"\r\n\r\n", 1)[1]) < length:
         chunk = sock.recv(65536)
         if not chunk:
@@ -487,7 +492,9 @@ def test_a_client_gone_mid_body_stores_nothing_and_one_gone_before_the_answer_is
         assert again.status_code == 201, again.text
         assert again.json()["version"] == min(BATCH, len(full_w))
         assert [i for _, i in stored_ids(served.url, full_t)] == [e["id"] for e in full_w[:BATCH]]
-        rest = client.post(path.format(half_t), content=_batch(half_w), headers={"Content-Type": "application/json"})
+        rest = client.post(
+            path.format(half_t), content=_batch(half_w), headers={"Content-Type": "application/json"}
+        )
         assert rest.status_code == 201, rest.text
     wait_for(lambda: open_server_sockets(served.port) == 0, 30,
              f"server sockets left open: {tcp_states(served.port)}")  # fmt: skip
@@ -650,5 +657,45 @@ def test_a_worker_that_cannot_start_again_stops_the_server_with_status_1(pg_clus
         assert "could not start" in s.log() and "exit status 1" in s.log(), s.log()[-3000:]
         wait_for(lambda: not any(alive(p) for p in family | s.seen), 15, "processes outlived kwx serve")
     finally:
-        allow(True)
         s.kill_all()
+        allow(True)
+
+
+# --------------------------------------------------------------------------- 2b. the projector's back-off
+
+
+def test_the_projector_supervisor_backs_off_and_starts_over_after_a_good_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Children that exit at once are restarted after 1, 2, 4 … (here 0.05, 0.1, 0.15 capped) seconds;
+    after a child that had run well (``healthy_after``), the pause starts over."""
+    from services import projector_process
+
+    lives = ["0", "0", "0", "0", "4", "0", "0"]  # seconds each child runs (`sleep`)
+
+    class Fake(projector_process.ProjectorProcess):
+        first_pause, longest_pause, healthy_after = 0.05, 0.15, 2.0
+
+        @property
+        def command(self) -> list[str]:
+            return ["sleep", lives[min(self.starts, len(lives) - 1)]]
+
+    exits: list[dict[str, Any]] = []
+
+    class Log:
+        def warning(self, event: str, **fields: Any) -> None:
+            exits.append(fields)
+
+        def info(self, event: str, **fields: Any) -> None:
+            pass
+
+    monkeypatch.setattr(projector_process, "log", Log())
+    child = Fake("postgresql://unused", nice=0)
+    child.start()
+    try:
+        wait_for(lambda: len(exits) >= 6, 60, f"the supervisor did not restart the child: {exits}")
+    finally:
+        child.stop()
+    assert [e["code"] for e in exits[:6]] == [0] * 6
+    assert [e["restart_in"] for e in exits[:6]] == [0.05, 0.1, 0.15, 0.15, 0.05, 0.1], exits
+    assert child.proc is not None and child.proc.poll() is not None  # stopped
