@@ -282,7 +282,10 @@ async def open_async_pool(url: str, *, size: int, role: str | None) -> AsyncConn
         reconnect_timeout=RECONNECT_TIMEOUT,
     )
     pool.reach = reach
-    await pool.open(wait=True, timeout=15.0)
+    # Not waiting for its first connection: with the database down just then, the pool would fail
+    # to open and the fast path stay off for good (FastAppend keeps the first outcome); open, it
+    # connects as soon as the database answers and each request meanwhile is a quick 503.
+    await pool.open()
     return pool
 
 
