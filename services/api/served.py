@@ -17,14 +17,16 @@ Each worker caches table state of its own (services/store/cache.py); the cache i
 checked by the database on every append, so workers appending to one table stay correct
 (tests/service/test_workers.py).
 
-``close_unread`` wraps the app ``kwx serve`` serves (one worker or N): a response sent before its
+``guard`` wraps the app ``kwx serve`` serves (one worker or N): a response sent before its
 request's body was read to the end (a 413, a 401 …) closes the connection, so a client streaming a
 refused body (chunked, without end) is cut off instead of read and discarded for as long as it
-sends (docs/faults.md, Process faults; tests/service/test_faults_process.py).
+sends; a request still running when a stopping server's grace is over is answered 503, not 500
+(docs/faults.md, Process faults; tests/service/test_faults_process.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
@@ -68,19 +70,26 @@ def create_served_app() -> ASGIApp:
     from services import heap
 
     heap.settle()  # imports and the app: never traversed by the collector again
-    return close_unread(app)
+    return guard(app)
 
 
-def close_unread(app: ASGIApp) -> ASGIApp:
-    """``app``, whose responses say ``Connection: close`` when they start before the request's body
-    was received to its end (uvicorn then closes the connection after the response; without it, it
-    keeps the connection and discards whatever body still comes, without limit)."""
+def guard(app: ASGIApp) -> ASGIApp:
+    """``app`` as ``kwx serve`` serves it, with two connection-level guards:
+
+    - a response that starts before the request's body was received to its end says ``Connection:
+      close`` (uvicorn then closes the connection after it; without, it keeps the connection and
+      discards whatever body still comes, without limit);
+    - a request cancelled before its answer started — uvicorn cancels what is still running
+      ``timeout_graceful_shutdown`` after SIGTERM, a slow client's upload say — is answered ``503
+      unavailable`` (retry; an append is stored whole or not at all), not uvicorn's plain-text 500.
+    """
 
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _has_body(scope):
+        if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        received = False
+        received = not _has_body(scope)
+        started = False
 
         async def receive_() -> Message:
             nonlocal received
@@ -90,13 +99,30 @@ def close_unread(app: ASGIApp) -> ASGIApp:
             return message
 
         async def send_(message: Message) -> None:
-            if message["type"] == "http.response.start" and not received:
-                message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                if not received:
+                    message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
             await send(message)
 
-        await app(scope, receive_, send_)
+        try:
+            await app(scope, receive_, send_)
+        except asyncio.CancelledError:
+            if started:
+                raise
+            await send({"type": "http.response.start", "status": 503, "headers": _STOPPING_HEADERS})
+            await send({"type": "http.response.body", "body": _STOPPING})
 
     return guarded
+
+
+_STOPPING = b'{"error":"unavailable","message":"the server is stopping; retry"}'
+_STOPPING_HEADERS = [
+    (b"content-type", b"application/json"),
+    (b"content-length", str(len(_STOPPING)).encode()),
+    (b"connection", b"close"),
+]
 
 
 def _has_body(scope: Scope) -> bool:

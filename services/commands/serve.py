@@ -77,9 +77,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if workers == 1:
             from services import heap
-            from services.api.served import close_unread
+            from services.api.served import guard
 
-            app = close_unread(create_app(settings, container))
+            app = guard(create_app(settings, container))
             heap.settle()  # imports, the app, the pool: never traversed by the collector again
             uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning",
                         timeout_graceful_shutdown=GRACE_SECONDS)  # fmt: skip

@@ -611,8 +611,15 @@ def test_sigterm_during_ingest_stops_cleanly_with_no_half_batch_and_no_orphan(pg
         code = s.stop(signal.SIGTERM, 45)
         stop.set()
         join_all(threads, 60)
+        slow.settimeout(5)
+        try:  # what the slow client was told when its time was up: "retry" (503), never a 500
+            told = slow.recv(65536)
+        except OSError:  # reset: the answer was lost with the connection
+            told = b""
         slow.close()
         assert code == 0, f"kwx serve: exit {code} after SIGTERM\n{s.log()[-3000:]}"
+        assert told == b"" or told.startswith(b"HTTP/1.1 503"), told[:300]
+        assert "Exception in ASGI application" not in s.log(), s.log()[-3000:]
         wait_for(lambda: not any(alive(p) for p in family), 15,
                  f"processes outlived kwx serve: {[p for p in family if alive(p)]}")  # fmt: skip
     finally:
