@@ -37,6 +37,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from services.api.answers import RETRY_AFTER
 from services.settings import Settings
 
 
@@ -121,6 +122,7 @@ _STOPPING = b'{"error":"unavailable","message":"the server is stopping; retry"}'
 _STOPPING_HEADERS = [
     (b"content-type", b"application/json"),
     (b"content-length", str(len(_STOPPING)).encode()),
+    RETRY_AFTER,  # as every 503 (services/api/answers.py)
     (b"connection", b"close"),
 ]
 
