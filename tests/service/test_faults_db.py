@@ -447,7 +447,7 @@ def test_postgres_stopped_then_started_under_a_running_service(cluster: Cluster)
             # down: every request answers 503 unavailable, and the batch is not stored
             cluster.stop()
             try:
-                for _ in range(3):
+                for _ in range(2):
                     answer = _post(client, headers, table, wire[20:30], 20)
                     _assert_unavailable(answer)
                     assert "not reachable" in answer.json()["message"] or "lost" in answer.json()["message"]
