@@ -8,8 +8,8 @@ Faults (docs/faults.md, Process faults): a worker that dies is replaced by uvico
 worker that cannot start (its app's start-up failed: the database unreachable for its pool's 15 s)
 stops the whole server with exit status 1 and a ``kwx: worker … could not start`` line, so that a
 service manager restarts it. SIGTERM (or Ctrl-C) lets requests in flight finish for at most
-``GRACE_SECONDS``, then cancels the rest (an append is one transaction: stored whole or not at all)
-and exits 0.
+``KWX_SHUTDOWN_GRACE`` seconds (default ``GRACE_SECONDS``), then answers the rest 503 (an append is
+one transaction: stored whole or not at all; services/api/served.guard) and exits 0.
 """
 
 from __future__ import annotations
@@ -22,6 +22,13 @@ import sys
 from typing import Any
 
 GRACE_SECONDS = 10  # after SIGTERM: how long requests in flight may take (a slow client's upload …)
+
+
+def _grace() -> int:
+    text = os.environ.get("KWX_SHUTDOWN_GRACE") or str(GRACE_SECONDS)
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"KWX_SHUTDOWN_GRACE={text!r}: expected whole seconds, at least 1")
+    return int(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from services.settings import Settings
 
     settings = Settings.from_env()
+    grace = _grace()
     workers = args.workers or settings.serving_workers()
     if workers > 1 and settings.projector == "thread":
         print(f"kwx: KWX_PROJECTOR=thread runs the projector inside the serving process, and {workers} "
@@ -82,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             app = guard(create_app(settings, container))
             heap.settle()  # imports, the app, the pool: never traversed by the collector again
             uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning",
-                        timeout_graceful_shutdown=GRACE_SECONDS)  # fmt: skip
+                        timeout_graceful_shutdown=grace)  # fmt: skip
         else:
             # The workers join the database this process resolved (for the embedded server: its
             # socket; this process's handle keeps the server up until the workers are gone) and
@@ -93,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             container.close()
             config = uvicorn.Config("services.api.served:create_served_app", factory=True, workers=workers,
                                     host=args.host, port=args.port, access_log=False, log_level="warning",
-                                    timeout_graceful_shutdown=GRACE_SECONDS)  # fmt: skip
+                                    timeout_graceful_shutdown=grace)  # fmt: skip
             failed = _supervise(config)
             if failed:
                 pids = ", ".join(map(str, failed))

@@ -593,7 +593,7 @@ def test_bodies_over_the_limit_are_refused_without_being_read(served: Served) ->
 
 
 def test_sigterm_during_ingest_stops_cleanly_with_no_half_batch_and_no_orphan(pg_cluster: Any) -> None:
-    s = start_serve(pg_cluster)
+    s = start_serve(pg_cluster, KWX_SHUTDOWN_GRACE="3")  # the slow client below is cut off after 3 s
     try:
         tables = tables_for("term", 6, hands=3, seed=500)
         tally = Tally()
@@ -706,3 +706,41 @@ def test_the_projector_supervisor_backs_off_and_starts_over_after_a_good_run(
     assert [e["code"] for e in exits[:6]] == [0] * 6
     assert [e["restart_in"] for e in exits[:6]] == [0.05, 0.1, 0.15, 0.15, 0.05, 0.1], exits
     assert child.proc is not None and child.proc.poll() is not None  # stopped
+
+
+# --------------------------------------------------------------------------- 5b. kwx serve SIGKILLed
+
+
+def test_kwx_serve_killed_outright_mid_ingest_leaves_no_process_and_no_half_batch(pg_cluster: Any) -> None:
+    """SIGKILL of ``kwx serve`` itself: nobody can stop the workers and the projector, they notice
+    (PR_SET_PDEATHSIG) and exit; the port is free again; what was stored is whole batches."""
+    s = start_serve(pg_cluster)
+    tables = tables_for("pkil", 6, hands=2, seed=600)
+    tally = Tally()
+    stop = threading.Event()
+    try:
+        threads = run_clients(s, tables, 4, tally, stop)
+        total_batches = sum(-(-len(w) // BATCH) for w in tables.values())
+        wait_for(lambda: tally.accepted >= total_batches // 3, 90, "ingest did not start")
+        family = s.family()
+        assert len(s.workers()) == 2 and len(s.projectors()) == 1
+        s.proc.kill()
+        s.proc.wait(10)
+        stop.set()
+        wait_for(lambda: not any(alive(p) for p in family), 30,
+                 f"processes outlived a killed kwx serve: {[p for p in family if alive(p)]}")  # fmt: skip
+        join_all(threads, 60)
+        with socket.socket() as sock:  # nobody holds the port any more
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", s.port))
+            sock.listen()
+    finally:
+        stop.set()
+        s.kill_all()
+    assert not tally.failures and 500 not in tally.statuses, (tally.failures, tally.statuses)
+    for table, wire in tables.items():
+        ids = [i for _, i in stored_ids(s.url, table)]
+        assert ids == [e["id"] for e in wire[: len(ids)]], table
+        assert len(ids) % BATCH == 0 or len(ids) == len(wire), (table, len(ids))
+        assert len(ids) >= tally.versions.get(table, 0), table
+    assert_chains_verify(s.url)
