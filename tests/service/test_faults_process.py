@@ -363,6 +363,28 @@ def test_a_worker_killed_mid_ingest_is_replaced_and_nothing_is_lost_or_doubled(s
     assert served.proc.poll() is None
 
 
+def test_a_hung_worker_is_killed_and_replaced_and_its_clients_retry(served: Served) -> None:
+    """A worker that stops answering (SIGSTOP: the whole process frozen) fails uvicorn's health
+    ping (5 s) and is killed and replaced; its clients' requests fail and their re-sends land."""
+    tables = tables_for("hung", 6, hands=1, seed=700)
+    tally = Tally()
+    threads = run_clients(served, tables, 4, tally)
+    total_batches = sum(-(-len(w) // BATCH) for w in tables.values())
+    wait_for(lambda: tally.accepted >= total_batches // 4, 90, "ingest did not start")
+    victim = served.workers()[0]
+    os.kill(victim, signal.SIGSTOP)
+    try:
+        wait_worker_replaced(served, victim)
+        wait_for(lambda: not alive(victim), 30, f"the hung worker {victim} is still there")
+    finally:
+        if alive(victim):
+            os.kill(victim, signal.SIGCONT)
+    join_all(threads)
+    assert not tally.failures and 500 not in tally.statuses, (tally.failures, tally.statuses)
+    assert tally.accepted == total_batches
+    assert_stored_exactly(served.url, tables)
+
+
 # --------------------------------------------------------------------------- 2. the projector SIGKILLed
 
 
