@@ -176,25 +176,33 @@ def _tracked(base: type[Any], reach: Reachability) -> type[Any]:
 
 
 class Pool(ConnectionPool):
-    """The service's pool: a connection whose server ended the session is never handed out (checked
-    on checkout with :func:`quiet`, no round trip), and a request gives up after ``DOWN_WAIT``
-    seconds instead of ``timeout`` while the database cannot be reached (``Unreachable``)."""
+    """The service's pool. A connection whose server ended the session is never handed out: on
+    checkout :func:`quiet` (one ``poll``, no round trip) finds it, it is closed (the pool replaces
+    it) and the other idle ones are tested at once (``check()``: after a restart every stale
+    connection goes in one sweep), and the next one is taken without psycopg_pool's back-off pause
+    (a ``check`` callback would sleep ≈ 1 s after its second failure). A request waits for a
+    connection in slices of ``DOWN_WAIT`` and gives up (``Unreachable``) once connecting to the
+    database has failed, instead of waiting the whole ``timeout``."""
 
     reach: Reachability
 
     def getconn(self, timeout: float | None = None) -> Any:
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
         while True:
-            left = deadline - time.monotonic()
             try:
-                return super().getconn(min(left, DOWN_WAIT))
+                conn = super().getconn(max(0.001, min(deadline - time.monotonic(), DOWN_WAIT)))
             except PoolTimeout:
                 if self.reach.down:
                     raise Unreachable(f"the database is not reachable: {self.reach.last_error}") from None
-                if time.monotonic() >= deadline - 0.001:
-                    raise PoolTimeout(
-                        f"no free connection in {self.timeout if timeout is None else timeout:.1f} s"
-                    ) from None
+                if time.monotonic() < deadline - 0.001:
+                    continue
+                raise PoolTimeout(f"no free connection in {wait:.1f} s") from None
+            if quiet(conn):
+                return conn
+            conn.close()
+            self.putconn(conn)  # closed: discarded and replaced
+            self.check()
 
 
 class AsyncPool(AsyncConnectionPool):
@@ -203,18 +211,22 @@ class AsyncPool(AsyncConnectionPool):
     reach: Reachability
 
     async def getconn(self, timeout: float | None = None) -> Any:
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
         while True:
-            left = deadline - time.monotonic()
             try:
-                return await super().getconn(min(left, DOWN_WAIT))
+                conn = await super().getconn(max(0.001, min(deadline - time.monotonic(), DOWN_WAIT)))
             except PoolTimeout:
                 if self.reach.down:
                     raise Unreachable(f"the database is not reachable: {self.reach.last_error}") from None
-                if time.monotonic() >= deadline - 0.001:
-                    raise PoolTimeout(
-                        f"no free connection in {self.timeout if timeout is None else timeout:.1f} s"
-                    ) from None
+                if time.monotonic() < deadline - 0.001:
+                    continue
+                raise PoolTimeout(f"no free connection in {wait:.1f} s") from None
+            if quiet(conn):
+                return conn
+            await conn.close()
+            await self.putconn(conn)
+            await self.check()
 
 
 def make_pool(url: str, *, size: int, role: str | None) -> ConnectionPool:
@@ -226,20 +238,12 @@ def make_pool(url: str, *, size: int, role: str | None) -> ConnectionPool:
         conn.execute("SET statement_timeout = '30s'")
         conn.commit()
 
-    def check(conn: psycopg.Connection[Any]) -> None:
-        if quiet(conn):
-            return
-        conn.close()  # the pool replaces it; the others most likely died with it: test them now
-        pool.check()
-        raise psycopg.OperationalError("the server ended this pooled connection")
-
     reach = reachability(url)
     pool = Pool(
         url,
         min_size=min(2, size),
         max_size=size,
         configure=configure,
-        check=check,
         connection_class=_tracked(psycopg.Connection, reach),
         open=False,
         name="kwx",
@@ -260,13 +264,6 @@ async def open_async_pool(url: str, *, size: int, role: str | None) -> AsyncConn
             await conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
         await conn.execute("SET statement_timeout = '30s'")
 
-    async def check(conn: psycopg.AsyncConnection[Any]) -> None:
-        if quiet(conn):
-            return
-        await conn.close()
-        await pool.check()
-        raise psycopg.OperationalError("the server ended this pooled connection")
-
     reach = reachability(url)
     pool = AsyncPool(
         url,
@@ -274,7 +271,6 @@ async def open_async_pool(url: str, *, size: int, role: str | None) -> AsyncConn
         max_size=size,
         kwargs={"autocommit": True},
         configure=configure,
-        check=check,
         connection_class=_tracked(psycopg.AsyncConnection, reach),
         open=False,
         name="kwx-async",
