@@ -700,10 +700,10 @@ def test_the_projector_supervisor_backs_off_and_starts_over_after_a_good_run(
     after a child that had run well (``healthy_after``), the pause starts over."""
     from services import projector_process
 
-    lives = ["0", "0", "0", "0", "4", "0", "0"]  # seconds each child runs (`sleep`)
+    lives = ["0", "0", "0", "0", "2", "0", "0"]  # seconds each child runs (`sleep`)
 
     class Fake(projector_process.ProjectorProcess):
-        first_pause, longest_pause, healthy_after = 0.05, 0.15, 2.0
+        first_pause, longest_pause, healthy_after = 0.05, 0.15, 1.0
 
         @property
         def command(self) -> list[str]:
