@@ -1,6 +1,9 @@
 """Process faults and misbehaving clients against `kwx serve` as a real subprocess, on a database of
-its own (docs/faults.md, Process faults): a serving worker or the projector child killed with SIGKILL
-mid-ingest, clients that misbehave at the socket level, SIGTERM during ingest.
+its own (docs/faults.md, Process faults): a serving worker SIGKILLed or hung (SIGSTOP) mid-ingest, a
+worker whose replacement cannot start, the projector child SIGKILLed mid-ingest (and its restart
+back-off), clients that misbehave at the socket level (gone mid-body, gone before the answer, slow,
+bodies over the limit), SIGTERM during ingest, `kwx serve` itself SIGKILLed. Memory under sustained
+load is a benchmark, too slow for the suite: tests/bench/bench_soak.py.
 
 What every scenario holds to: an accepted batch (201) is stored whole and once, a refused one not at
 all; a client that retries a failed batch with the same events (idempotent by event id) ends with
