@@ -144,6 +144,24 @@ def quiet(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
         return False
 
 
+def _answers(conn: psycopg.Connection[Any]) -> bool:
+    """A round trip, for a connection that is not :func:`quiet`: something unexpected to read need
+    not be the end (then the connection is handed out after all, never discarded for nothing)."""
+    try:
+        ConnectionPool.check_connection(conn)
+    except psycopg.Error:
+        return False
+    return True
+
+
+async def _answers_async(conn: psycopg.AsyncConnection[Any]) -> bool:
+    try:
+        await AsyncConnectionPool.check_connection(conn)
+    except psycopg.Error:
+        return False
+    return True
+
+
 def _tracked(base: type[Any], reach: Reachability) -> type[Any]:
     """``base`` (a psycopg connection class) whose ``connect`` reports to ``reach``."""
     if issubclass(base, psycopg.AsyncConnection):
@@ -176,13 +194,14 @@ def _tracked(base: type[Any], reach: Reachability) -> type[Any]:
 
 
 class Pool(ConnectionPool):
-    """The service's pool. A connection whose server ended the session is never handed out: on
-    checkout :func:`quiet` (one ``poll``, no round trip) finds it, it is closed (the pool replaces
-    it) and the other idle ones are tested at once (``check()``: after a restart every stale
-    connection goes in one sweep), and the next one is taken without psycopg_pool's back-off pause
-    (a ``check`` callback would sleep ≈ 1 s after its second failure). A request waits for a
-    connection in slices of ``DOWN_WAIT`` and gives up (``Unreachable``) once connecting to the
-    database has failed, instead of waiting the whole ``timeout``."""
+    """The service's pool. A connection whose server ended the session is never handed out: when
+    on checkout :func:`quiet` (one ``poll``, no round trip) finds something to read, a round trip
+    says whether it is alive; a dead one is closed (the pool replaces it), the other idle ones are
+    tested at once (``check()``: after a restart every stale connection goes in one sweep), and the
+    next one is taken without psycopg_pool's back-off pause (a ``check`` callback would sleep ≈ 1 s
+    after its second failure). A request waits for a connection in slices of ``DOWN_WAIT`` and
+    gives up (``Unreachable``) once connecting to the database has failed, instead of waiting the
+    whole ``timeout``."""
 
     reach: Reachability
 
@@ -198,7 +217,7 @@ class Pool(ConnectionPool):
                 if time.monotonic() < deadline - 0.001:
                     continue
                 raise PoolTimeout(f"no free connection in {wait:.1f} s") from None
-            if quiet(conn):
+            if quiet(conn) or _answers(conn):
                 return conn
             conn.close()
             self.putconn(conn)  # closed: discarded and replaced
@@ -222,7 +241,7 @@ class AsyncPool(AsyncConnectionPool):
                 if time.monotonic() < deadline - 0.001:
                     continue
                 raise PoolTimeout(f"no free connection in {wait:.1f} s") from None
-            if quiet(conn):
+            if quiet(conn) or await _answers_async(conn):
                 return conn
             await conn.close()
             await self.putconn(conn)

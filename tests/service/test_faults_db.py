@@ -704,3 +704,58 @@ def test_an_outage_before_the_first_append_does_not_disable_the_fast_path(cluste
         del store.append
         container.close()
     _assert_stored_once(url, table, wire[:20])
+
+
+# --------------------------------------------------------------------------- the pool's mechanics
+
+
+def test_what_counts_as_a_lost_connection() -> None:
+    """Retried (the connection broke): the server ended the session, it could not be reached, a
+    client-side error without SQLSTATE. Not retried: a statement that failed on a working
+    connection (cancel / statement_timeout, lock_timeout, a constraint), a pool timeout."""
+    from psycopg import errors as pg_errors
+    from psycopg_pool import PoolTimeout
+
+    from services.db import Unreachable, connection_lost
+
+    lost = [pg_errors.AdminShutdown("x"), pg_errors.CrashShutdown("x"), pg_errors.CannotConnectNow("x"),
+            pg_errors.ConnectionFailure("x"), psycopg.OperationalError("server closed")]  # fmt: skip
+    kept = [pg_errors.QueryCanceled("x"), pg_errors.LockNotAvailable("x"), pg_errors.UniqueViolation("x"),
+            PoolTimeout("x"), Unreachable("x"), ValueError("x")]  # fmt: skip
+    assert [connection_lost(e) for e in lost] == [True] * len(lost)
+    assert [connection_lost(e) for e in kept] == [False] * len(kept)
+
+
+def test_the_pool_hands_out_no_connection_the_server_ended_and_keeps_one_with_news(cluster: Cluster) -> None:
+    """An idle pooled connection whose session was terminated is replaced on checkout, without an
+    error; one with something harmless to read (a notification) is checked by a round trip and
+    handed out, not discarded."""
+    from services.db import make_pool, quiet
+
+    url, _ = cluster.database()
+    pool = make_pool(url, size=1, role=None)
+    try:
+        with pool.connection() as conn:
+            first = conn.info.backend_pid
+            conn.execute("LISTEN kwx_faults")
+        with psycopg.connect(url, autocommit=True) as other:  # NOTIFY reaches listeners of its database
+            other.execute("NOTIFY kwx_faults")
+        wait_for(lambda: not _pool_idle_quiet(pool), 10, "the notification never arrived")
+        with pool.connection() as conn:
+            assert conn.info.backend_pid == first  # readable, but alive: kept
+            assert quiet(conn)
+        with cluster.admin() as admin:
+            assert admin.execute("SELECT pg_terminate_backend(%s)", (first,)).fetchone() == (True,)
+        wait_for(lambda: not _pool_idle_quiet(pool), 10, "the terminated session's socket never said so")
+        with pool.connection() as conn:
+            assert conn.info.backend_pid != first
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        pool.close()
+
+
+def _pool_idle_quiet(pool: Any) -> bool:
+    from services.db import quiet
+
+    conn = pool._pool[0] if pool._pool else None  # peek at the idle connection (a test only)
+    return conn is None or quiet(conn)
