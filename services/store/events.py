@@ -550,8 +550,7 @@ class EventStore:
         stmt = sa.select(heads.c.tenant, heads.c.version, heads.c.last_hash, heads.c.snapshot_version).where(
             heads.c.table_id == table_id
         )
-        with self.pool.connection() as conn:
-            rows = fetch(conn, stmt)
+        rows = self._fetch(stmt)
         if not rows:
             return None
         tenant, version, last_hash, snapshot_version = rows[0]
@@ -565,8 +564,19 @@ class EventStore:
             .order_by(ev.c.version)
             .limit(limit)
         )
-        with self.pool.connection() as conn:
-            return [_stored(row) for row in fetch(conn, stmt)]
+        return [_stored(row) for row in self._fetch(stmt)]
+
+    def _fetch(self, stmt: sa.Select[Any]) -> list[tuple[Any, ...]]:
+        """A read's rows; once more on another connection if the first one broke under it (a read
+        is safe to repeat; docs/faults.md)."""
+        for attempt in (1, 2):
+            try:
+                with self.pool.connection() as conn:
+                    return fetch(conn, stmt)
+            except psycopg.OperationalError as exc:
+                if attempt == 2 or not connection_lost(exc):
+                    raise
+        raise AssertionError("unreachable")
 
     def read_all(self, after: tuple[int, int] = (0, 0), limit: int = 1000) -> list[StoredEvent]:
         """The global log, gap-free: events committed by transactions older than every transaction

@@ -301,9 +301,9 @@ def _stop(serve: subprocess.Popen[bytes]) -> None:
 def test_backends_terminated_during_ingest_lose_nothing_and_store_nothing_twice(cluster: Cluster) -> None:
     """``kwx serve`` (2 workers, projector on) takes simulated tables from 4 client threads while
     another thread keeps terminating the service's backends (and the projector's). A client re-sends
-    a refused batch unchanged until it is 201. Every answer is 201 or 503 (never 500, never a
-    conflict); each table holds its events once, in order; ``kwx verify`` finds every chain whole;
-    the projector settles each hand exactly once."""
+    a refused batch unchanged until it is 201, then reads the table back. Every answer is 201 / 200
+    or 503 (never 500, never a conflict); each table holds its events once, in order; ``kwx verify``
+    finds every chain whole; the projector settles each hand exactly once."""
     import httpx
 
     from services.store.keys import KeyStore
@@ -337,29 +337,46 @@ def test_backends_terminated_during_ingest_lose_nothing_and_store_nothing_twice(
                         kills.append(pid)
                 done.wait(rng.uniform(0.002, 0.02))
 
+    def until_answered(what: str, send: Any, ok: int) -> Any:
+        """``send()`` again while it answers 503 unavailable (with Retry-After); its first ``ok``."""
+        for _attempt in range(200):
+            answer = send()
+            with lock:
+                statuses.append(answer.status_code)
+            if answer.status_code == ok:
+                return answer
+            if answer.status_code != 503 or answer.json().get("error") != "unavailable" \
+                    or answer.headers.get("retry-after") != "1":  # fmt: skip
+                problems.append(f"{what}: {answer.status_code} {answer.text}")
+                return None
+            time.sleep(0.02)
+        problems.append(f"{what}: never answered {ok}")
+        return None
+
     def client(names: list[str]) -> None:
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
             for name in names:
                 wire = tables[name]
                 for start in range(0, len(wire), 5):
-                    batch = wire[start : start + 5]
-                    for _attempt in range(200):
-                        answer = http.post(f"/v1/tables/{name}/events",
-                                           json={"expected_version": start, "events": batch})  # fmt: skip
-                        with lock:
-                            statuses.append(answer.status_code)
-                        if answer.status_code == 201:
-                            if answer.json()["version"] != start + len(batch):
-                                problems.append(f"{name}@{start}: {answer.text}")
-                            break
-                        if answer.status_code != 503 or answer.json().get("error") != "unavailable" \
-                                or answer.headers.get("retry-after") != "1":  # fmt: skip
-                            problems.append(f"{name}@{start}: {answer.status_code} {answer.text}")
-                            return
-                        time.sleep(0.02)
-                    else:
-                        problems.append(f"{name}@{start}: never accepted")
+                    body = {"expected_version": start, "events": wire[start : start + 5]}
+                    answer = until_answered(f"{name}@{start}", lambda n=name, b=body: http.post(
+                        f"/v1/tables/{n}/events", json=b), 201)  # fmt: skip
+                    if answer is None:
                         return
+                    if answer.json()["version"] != min(start + 5, len(wire)):
+                        problems.append(f"{name}@{start}: {answer.text}")
+                # read back while the faults go on: the whole table, as sent
+                answer = until_answered(f"{name} read", lambda n=name: http.get(
+                    f"/v1/tables/{n}/events", params={"limit": 1000}), 200)  # fmt: skip
+                if answer is None:
+                    return
+                page = answer.json()
+                if page["version"] != len(wire) or [e["id"] for e in page["events"]] != [
+                    e["id"] for e in wire
+                ]:
+                    problems.append(
+                        f"{name} read back: version {page['version']}, {len(page['events'])} events"
+                    )
 
     names = sorted(tables)
     try:
@@ -373,7 +390,7 @@ def test_backends_terminated_during_ingest_lose_nothing_and_store_nothing_twice(
         done.set()
         kill_thread.join(30)
         assert not problems, problems
-        assert set(statuses) <= {201, 503}, statuses
+        assert set(statuses) <= {200, 201, 503}, statuses
         assert len(kills) >= 30, f"only {len(kills)} backends terminated: the test proves little"
         for name, wire in tables.items():
             _assert_stored_once(url, name, wire)
