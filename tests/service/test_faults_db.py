@@ -322,6 +322,7 @@ def test_backends_terminated_during_ingest_lose_nothing_and_store_nothing_twice(
     kills: list[int] = []
     done = threading.Event()
     lock = threading.Lock()
+    killed = threading.Condition()
 
     def killer() -> None:
         rng = random.Random(7)
@@ -334,12 +335,18 @@ def test_backends_terminated_during_ingest_lose_nothing_and_store_nothing_twice(
                 # one backend at random, or now and then all of them at once
                 for pid in pids if rng.random() < 0.25 else rng.sample(pids, min(1, len(pids))):
                     if admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,):
-                        kills.append(pid)
+                        with killed:
+                            kills.append(pid)
+                            killed.notify_all()
                 done.wait(rng.uniform(0.002, 0.02))
 
     def until_answered(what: str, send: Any, ok: int) -> Any:
         """``send()`` again while it answers 503 unavailable (with Retry-After); its first ``ok``."""
         for _attempt in range(200):
+            with killed:  # one more backend terminated before each request (or 1 s passed)
+                target = len(kills) + 1
+                while len(kills) < target and killed.wait(1.0):
+                    pass
             answer = send()
             with lock:
                 statuses.append(answer.status_code)
@@ -391,7 +398,7 @@ def test_backends_terminated_during_ingest_lose_nothing_and_store_nothing_twice(
         kill_thread.join(30)
         assert not problems, problems
         assert set(statuses) <= {200, 201, 503}, statuses
-        assert len(kills) >= 30, f"only {len(kills)} backends terminated: the test proves little"
+        assert len(kills) >= 60, f"only {len(kills)} backends terminated: the test proves little"
         for name, wire in tables.items():
             _assert_stored_once(url, name, wire)
         env = {k: v for k, v in os.environ.items() if k != "TEST_DATABASE_URL"}
