@@ -106,7 +106,8 @@ class Reachability:
         self.last_error = ""
 
     def failed(self, exc: BaseException) -> None:
-        self.down, self.last_error = True, str(exc).strip().splitlines()[0][:200] if str(exc) else ""
+        lines = str(exc).strip().splitlines()
+        self.down, self.last_error = True, lines[0][:200] if lines else type(exc).__name__
 
     def ok(self) -> None:
         self.down = False
