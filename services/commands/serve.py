@@ -24,11 +24,10 @@ from typing import Any
 GRACE_SECONDS = 10  # after SIGTERM: how long requests in flight may take (a slow client's upload …)
 
 
-def _grace() -> int:
-    text = os.environ.get("KWX_SHUTDOWN_GRACE") or str(GRACE_SECONDS)
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"KWX_SHUTDOWN_GRACE={text!r}: expected whole seconds, at least 1")
-    return int(text)
+def _grace() -> int | None:
+    """``KWX_SHUTDOWN_GRACE`` (whole seconds ≥ 1; default ``GRACE_SECONDS``), None if it is not one."""
+    text = (os.environ.get("KWX_SHUTDOWN_GRACE") or str(GRACE_SECONDS)).strip()
+    return int(text) if text.isdigit() and int(text) >= 1 else None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     grace = _grace()
+    if grace is None:
+        print(f"kwx: KWX_SHUTDOWN_GRACE={os.environ.get('KWX_SHUTDOWN_GRACE')!r}: expected whole seconds, "
+              "at least 1", file=sys.stderr)  # fmt: skip
+        return 2
     workers = args.workers or settings.serving_workers()
     if workers > 1 and settings.projector == "thread":
         print(f"kwx: KWX_PROJECTOR=thread runs the projector inside the serving process, and {workers} "

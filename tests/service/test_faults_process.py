@@ -768,3 +768,21 @@ def test_kwx_serve_killed_outright_mid_ingest_leaves_no_process_and_no_half_batc
         assert len(ids) % BATCH == 0 or len(ids) == len(wire), (table, len(ids))
         assert len(ids) >= tally.versions.get(table, 0), table
     assert_chains_verify(s.url)
+
+
+def test_serve_refuses_a_shutdown_grace_that_is_not_whole_seconds(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    from services.commands import serve
+
+    monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")  # never reached
+    for bad in ("0", "-3", "1.5", "soon"):
+        monkeypatch.setenv("KWX_SHUTDOWN_GRACE", bad)
+        assert serve.run(argparse.Namespace(host="127.0.0.1", port=0, workers=2)) == 2
+        assert "KWX_SHUTDOWN_GRACE" in capsys.readouterr().err
+    monkeypatch.setenv("KWX_SHUTDOWN_GRACE", "7")
+    assert serve._grace() == 7
+    monkeypatch.delenv("KWX_SHUTDOWN_GRACE")
+    assert serve._grace() == serve.GRACE_SECONDS == 10
