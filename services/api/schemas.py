@@ -102,5 +102,19 @@ ERROR_STATUSES: dict[int, str] = {
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` for these error statuses, all in the one error format (ErrorBody)."""
-    return {s: {"model": ErrorBody, "description": ERROR_STATUSES[s]} for s in statuses}
+    """OpenAPI ``responses`` for these error statuses, all in the one error format (ErrorBody); a 503
+    also documents its ``Retry-After`` header (services.api.answers.RETRY_AFTER)."""
+    return {
+        s: {"model": ErrorBody, "description": ERROR_STATUSES[s], **(_RETRY_AFTER if s == 503 else {})}
+        for s in statuses
+    }
+
+
+_RETRY_AFTER: dict[str, Any] = {
+    "headers": {
+        "Retry-After": {
+            "description": "seconds to wait before trying again (the same batch, for an append)",
+            "schema": {"type": "integer"},
+        }
+    }
+}

@@ -484,6 +484,12 @@ def test_postgres_stopped_then_started_under_a_running_service(cluster: Cluster)
                     _assert_unavailable(client.get(f"/v1/tables/{table}/events", headers=headers))
                 health = client.get("/v1/health")
                 assert health.status_code == 503 and health.json()["error"] == "unavailable"
+                assert health.headers["retry-after"] == "1"
+                # no key is needed here: the answer names the fault, never the driver's text
+                # (which names the server's socket or host)
+                message = health.json()["message"]
+                assert message.startswith("the ") and message.endswith("; retry"), message
+                assert "/" not in message and "socket" not in message and "server" not in message, message
             finally:
                 cluster.start()
 
