@@ -80,7 +80,7 @@ async def read_body(receive: Receive, declared: str | None, limit: int) -> bytes
     """The request's body from the ASGI ``receive``, refused (413) as soon as it passes ``limit``."""
     if declared is not None:
         if not declared.isdigit():
-            raise BadRequest("bad Content-Length")
+            raise BadRequest("bad Content-Length", field="content-length")
         if int(declared) > limit:
             raise PayloadTooLarge(f"body larger than {limit} bytes", limit=limit)
     chunks: list[bytes] = []
@@ -108,11 +108,11 @@ def decode_append(raw: bytes) -> AppendBody:
         body = _decoder.decode(raw)
     except msgspec.ValidationError as exc:
         text = str(exc)
-        raise Malformed(text, field=_field_of(text)) from None
-    except msgspec.DecodeError as exc:
-        raise BadRequest(f"body is not valid JSON: {exc}") from None
+        raise Malformed(text, field=_field_of(text) or "$") from None
+    except msgspec.DecodeError as exc:  # "$": the body as a whole (CONTRACT §3: 400 naming the field)
+        raise BadRequest(f"body is not valid JSON: {exc}", field="$") from None
     except RecursionError:
-        raise Malformed("body nested too deeply") from None
+        raise Malformed("body nested too deeply", field="$") from None
     if b"\\u0000" in raw:  # PostgreSQL text cannot hold NUL: name the field instead of failing later
         for i, event in enumerate(body.events):
             path = _nul_path(msgspec.to_builtins(event), f"$.events[{i}]")

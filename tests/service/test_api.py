@@ -167,6 +167,8 @@ def test_hostile_bodies_get_a_4xx_error_never_a_500(
     assert 400 <= answer.status_code < 500, (answer.status_code, answer.text)
     body = answer.json()
     assert isinstance(body["error"], str) and isinstance(body["message"], str)
+    if answer.status_code in (400, 422):  # CONTRACT §3: naming the field (or the event's index)
+        assert isinstance(body.get("field"), str) or isinstance(body.get("index"), int), body
 
 
 def test_bad_query_parameters_are_4xx(client: Any, platform: Headers, table_id: str) -> None:
