@@ -572,6 +572,14 @@ def test_slow_clients_do_not_block_others_and_their_connections_return(served: S
 
 
 def test_bodies_over_the_limit_are_refused_without_being_read(served: Served) -> None:
+    # appends read to their end keep their connection (keep-alive: two answers on one socket)
+    ((keep_t, keep_w),) = tables_for("keep", 1, hands=1, seed=800).items()
+    with _connect(served) as s:
+        for k in (0, BATCH):
+            body = _batch(keep_w, k)
+            s.sendall(_request(f"/v1/tables/{keep_t}/events", served.headers, len(body)) + body)
+            status, data = _read_status(s)
+            assert status == 201 and b"connection: close" not in data.lower(), data
     path = "/v1/tables/big-1/events"
     # declared larger than the limit: 413 at once, before a byte of the body is sent
     with _connect(served) as s:
