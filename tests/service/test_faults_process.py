@@ -358,7 +358,7 @@ def test_a_worker_killed_mid_ingest_is_replaced_and_nothing_is_lost_or_doubled(s
     assert tally.accepted == total_batches
     assert_stored_exactly(served.url, tables)
     assert_chains_verify(served.url)
-    # the replacement serves too: every worker answers (connections land on either)
+    # still serving: fresh connections (on either worker, the replacement among them) answer
     import httpx
 
     assert sorted(after) != sorted(before)
