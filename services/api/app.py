@@ -11,6 +11,7 @@ N`` worker sets its own first: services/api/served.py). Building the app connect
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import uuid
@@ -121,7 +122,11 @@ class RequestContext:
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(request_id=request_id)
         started = time.perf_counter()
-        status = 500
+        status: int | None = None
+        # No answer sent: 499 (nginx's "client closed request") when the client left before it
+        # (the app returned) or the request was cancelled (shutdown grace over: the client got
+        # services.api.served's 503); 500 only when the app raised.
+        unanswered = 499
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -132,7 +137,18 @@ class RequestContext:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except asyncio.CancelledError:
+            if status is None:
+                structlog.contextvars.bind_contextvars(outcome="cancelled")
+            raise
+        except BaseException:
+            unanswered = 500
+            raise
+        else:
+            if status is None:
+                structlog.contextvars.bind_contextvars(outcome="client_gone")
         finally:
-            log.info("request", method=scope["method"], path=scope["path"], status=status,
+            log.info("request", method=scope["method"], path=scope["path"],
+                     status=unanswered if status is None else status,
                      ms=round((time.perf_counter() - started) * 1000, 2))  # fmt: skip
             structlog.contextvars.clear_contextvars()

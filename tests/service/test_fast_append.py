@@ -4,6 +4,7 @@ same as the documented FastAPI route gives (the app built with ``fast_append=Fal
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -238,3 +239,35 @@ def test_a_batch_the_cache_can_place_is_stored_on_the_async_pool_without_the_exe
         again = client.post(f"/v1/tables/{table_id}/events", content=_body(wire[:5], 0), headers=headers)
         assert again.status_code == 201 and again.json() == first.json() and calls == [table_id] * 3
     assert container.store.verify(table_id)[2] == []
+
+
+@pytest.mark.parametrize(
+    ("ending", "status", "outcome"),
+    [("returns", 499, "client_gone"), ("cancelled", 499, "cancelled"), ("raises", 500, None)],
+)
+def test_a_request_left_without_an_answer_is_logged_499_unless_the_app_failed(
+    ending: str, status: int, outcome: str | None, logs: list[dict[str, Any]]
+) -> None:
+    """The access line of a request that got no answer: the client left first (the app returned:
+    FastAppend on a disconnect) or the request was cancelled (the shutdown grace was over) is
+    499, not 500 — no 500 was sent, and alerts count 500s; an exception of the app stays 500."""
+    import asyncio
+
+    from services.api.app import RequestContext
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if ending == "cancelled":
+            raise asyncio.CancelledError
+        if ending == "raises":
+            raise RuntimeError("a bug")
+
+    async def call() -> None:
+        scope = {"type": "http", "method": "POST", "path": "/v1/tables/t/events", "headers": []}
+        await RequestContext(app)(scope, None, None)  # type: ignore[arg-type]
+
+    expected = pytest.raises((asyncio.CancelledError, RuntimeError))
+    with expected if ending != "returns" else contextlib.nullcontext():
+        asyncio.run(call())
+    (line,) = [line for line in logs if line["event"] == "request"]
+    assert line["status"] == status
+    assert line.get("outcome") == outcome
