@@ -82,10 +82,21 @@ class EventsPage(BaseModel):
     next_after: int | None = Field(description="pass as ?after= for the next page; null at the end")
 
 
+class ProjectionsHealth(BaseModel):
+    caught_up: bool = Field(description="every read model holds every stored event")
+    lag_seconds: float = Field(
+        description="how long ago the oldest event not yet in every read model was recorded (0 when "
+        "caught up): how stale stats, ledgers and settlements may be"
+    )
+
+
 class Health(BaseModel):
     status: str
     database: str
     engine: str
+    projections: ProjectionsHealth | None = Field(
+        None, description="the read models' freshness (absent when the database does not answer)"
+    )
 
 
 ERROR_STATUSES: dict[int, str] = {

@@ -32,6 +32,37 @@ def test_health_needs_no_key_and_reports_the_database(client: Any) -> None:
     assert answer.json()["engine"] == "domain"  # the rules engine is in the append path
 
 
+def test_health_says_how_far_the_read_models_are_behind(pg_cluster: Any) -> None:
+    """``projections`` in /v1/health: caught up on an empty log; once events are stored that no
+    projector applied, not caught up, with the age of the oldest of them; caught up again after
+    the projector ran — and a read model that never ran counts as at the beginning."""
+    from fastapi.testclient import TestClient
+
+    from domain import engine
+    from domain.events import convert
+    from projections.projector import Projector
+    from services.api.app import create_app
+    from services.bootstrap import bootstrap
+    from services.settings import Settings
+
+    url = pg_cluster.create_database("kwx_health")
+    container = bootstrap(Settings(database_url=url, projector="off"), url=url)
+    try:
+        with TestClient(create_app(container=container)) as client:
+            fresh = client.get("/v1/health").json()["projections"]
+            assert fresh == {"caught_up": True, "lag_seconds": 0.0}
+            container.store.append("acme", "health-1", 0, [convert(e) for e in legal_table(51)[:30]])
+            behind = client.get("/v1/health").json()["projections"]
+            assert behind["caught_up"] is False and behind["lag_seconds"] >= 0.0
+            Projector(container.pool, container.store, engine, names=["ledger"]).catch_up()
+            # the other four read models have no checkpoint yet: still behind
+            assert client.get("/v1/health").json()["projections"]["caught_up"] is False
+            Projector(container.pool, container.store, engine).catch_up()
+            assert client.get("/v1/health").json()["projections"] == {"caught_up": True, "lag_seconds": 0.0}
+    finally:
+        container.close()
+
+
 def test_append_answers_201_with_the_new_version_then_read_pages(
     client: Any, platform: Headers, table_id: str
 ) -> None:
