@@ -290,8 +290,12 @@ class ProjectorRunner:
         poll_seconds: float = 1.0,
         linger_seconds: float = 0.05,
         configure: Callable[[psycopg.Connection[Any]], None] | None = None,
+        heartbeat: Callable[[], None] | None = None,
     ) -> None:
         self.projector = projector
+        # called once per turn of the loop (at least every poll_seconds + one catch-up): the
+        # process supervising `kwx projections follow` restarts a child whose beats stop
+        self.heartbeat = heartbeat
         self.conninfo = conninfo
         self.poll_seconds = poll_seconds
         self.linger_seconds = linger_seconds
@@ -326,6 +330,8 @@ class ProjectorRunner:
         listener = self._listen()
         try:
             while not self._stop.is_set():
+                if self.heartbeat is not None:
+                    self.heartbeat()
                 try:
                     self.projector.catch_up(max_seconds=5.0)
                 except Exception as exc:  # keep the service up; the next wake-up retries

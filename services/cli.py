@@ -53,7 +53,13 @@ def main(argv: list[str] | None = None) -> int:
     if module is None:
         print(f"kwx {args.command}: not available in this build", file=sys.stderr)
         return 2
-    code: int = module.run(args)
+    from services.settings import SettingsError
+
+    try:
+        code: int = module.run(args)
+    except SettingsError as exc:  # a bad KWX_* variable: say which, no traceback
+        print(f"kwx: {exc}", file=sys.stderr)
+        return 2
     return code
 
 

@@ -17,6 +17,7 @@ equally.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -59,10 +60,18 @@ class ProjectorProcess:
     first_pause = 1.0
     longest_pause = 30.0
     healthy_after = 60.0
+    beat_check = 0.5  # seconds between the supervisor's looks at the heartbeat pipe
 
-    def __init__(self, database_url: str, *, nice: int = 10, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, database_url: str, *, nice: int = 10, env: dict[str, str] | None = None, watchdog: float = 120.0
+    ) -> None:
         self.database_url = database_url
         self.nice = max(0, nice)
+        # A child that stops beating for this many seconds (hung: a stuck statement, a deadlock,
+        # SIGSTOP) is killed and restarted like one that exited; 0: no watchdog. It arms at the
+        # first beat, so a slow start-up is never taken for a hang.
+        self.watchdog = max(0.0, watchdog)
+        self._beats: int | None = None  # the heartbeat pipe's read end (the child writes)
         self.env = dict(os.environ if env is None else env)
         self.env["DATABASE_URL"] = database_url
         self.env["KWX_PROJECTOR"] = "off"  # the child is the projector; it starts no other
@@ -85,13 +94,24 @@ class ProjectorProcess:
         with self._lock:
             if self._stopping.is_set():
                 return
-            self.proc = subprocess.Popen(
-                self.command,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=_child_setup(self.nice),
-            )
+            self._close_beats()
+            env, keep = self.env, ()
+            if self.watchdog:
+                self._beats, write_end = os.pipe()
+                os.set_blocking(self._beats, False)
+                env, keep = {**self.env, "KWX_PROJECTOR_HEARTBEAT_FD": str(write_end)}, (write_end,)
+            try:
+                self.proc = subprocess.Popen(
+                    self.command,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    preexec_fn=_child_setup(self.nice),
+                    pass_fds=keep,
+                )
+            finally:
+                for fd in keep:  # the child's now; ours would keep the pipe open after it died
+                    os.close(fd)
             self.starts += 1
             log.info("projector_process_started", pid=self.proc.pid, starts=self.starts)
 
@@ -102,7 +122,7 @@ class ProjectorProcess:
             if proc is None:
                 return
             started = time.monotonic()
-            code = proc.wait()
+            code = self._wait(proc)
             if self._stopping.is_set():
                 return
             if time.monotonic() - started >= self.healthy_after:
@@ -112,6 +132,39 @@ class ProjectorProcess:
                 return
             pause = min(pause * 2, self.longest_pause)
             self._spawn()
+
+    def _wait(self, proc: subprocess.Popen[bytes]) -> int:
+        """The child's exit status — after killing it if its heartbeat stopped for ``watchdog``
+        seconds (once it had beaten at all)."""
+        beats = self._beats
+        if not self.watchdog or beats is None:
+            return proc.wait()
+        last: float | None = None
+        while True:
+            try:
+                return proc.wait(self.beat_check)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                if os.read(beats, 4096):
+                    last = time.monotonic()
+            except BlockingIOError:
+                pass  # no beat since the last look
+            except OSError:
+                return proc.wait()
+            if last is not None and time.monotonic() - last > self.watchdog and not self._stopping.is_set():
+                silent = round(time.monotonic() - last, 1)
+                log.error(
+                    "projector_process_hung", pid=proc.pid, silent_seconds=silent, watchdog=self.watchdog
+                )
+                proc.kill()
+                return proc.wait()
+
+    def _close_beats(self) -> None:
+        if self._beats is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._beats)
+            self._beats = None
 
     def stop(self, timeout: float = 15.0) -> None:
         with self._lock:
@@ -129,3 +182,5 @@ class ProjectorProcess:
         if self._thread is not None:
             self._thread.join(5)
             self._thread = None
+        with self._lock:
+            self._close_beats()

@@ -13,6 +13,7 @@
 | ``KWX_LOG_LEVEL`` | ``info`` | structlog level |
 | ``KWX_PROJECTOR`` | ``on`` | ``on``: child process of ``kwx serve``; ``thread``: in-process; ``off``: none |
 | ``KWX_PROJECTOR_NICE`` | ``10`` | the child projector's ``nice`` increment (0: the server's priority) |
+| ``KWX_PROJECTOR_WATCHDOG`` | ``120`` | seconds a silent projector child lives (then restarted; 0: never) |
 """
 
 from __future__ import annotations
@@ -43,11 +44,14 @@ class Settings:
     log_level: str = "info"
     projector: str = "on"  # "on" (child process of kwx serve) | "thread" | "off"
     projector_nice: int = 10
+    projector_watchdog: float = 120.0
     workers: int | None = None  # `kwx serve` uvicorn workers; None: serving_workers() decides
 
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
             raise ValueError(f"KWX_WORKERS={self.workers}: expected at least 1")
+        if not self.projector_watchdog >= 0:  # (NaN too)
+            raise ValueError(f"KWX_PROJECTOR_WATCHDOG={self.projector_watchdog}: expected seconds, 0 or more")
 
     def serving_workers(self) -> int:
         """``KWX_WORKERS`` if set, else one worker per core (ingest is CPU-bound and one interpreter
@@ -59,7 +63,18 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """The settings from ``env`` (os.environ); a value that can't be read is a
+        :class:`SettingsError` naming the variable."""
         env = os.environ if env is None else env
+        try:
+            return cls._from_env(env)
+        except SettingsError:
+            raise
+        except ValueError as exc:
+            raise SettingsError(_named(str(exc), env)) from None
+
+    @classmethod
+    def _from_env(cls, env: Mapping[str, str]) -> Settings:
         return cls(
             database_url=env.get("DATABASE_URL") or None,
             data_dir=Path(env.get("KWX_DATA_DIR") or ".kwx"),
@@ -71,8 +86,23 @@ class Settings:
             log_level=(env.get("KWX_LOG_LEVEL") or "info").lower(),
             projector=projector_mode(env.get("KWX_PROJECTOR") or "on"),
             projector_nice=int(env.get("KWX_PROJECTOR_NICE") or 10),
+            projector_watchdog=float(env.get("KWX_PROJECTOR_WATCHDOG") or 120),
             workers=int(env["KWX_WORKERS"]) if env.get("KWX_WORKERS") else None,
         )
+
+
+class SettingsError(ValueError):
+    """An environment variable kwx can't read; the message names it (``kwx`` prints it, exit 2)."""
+
+
+def _named(message: str, env: Mapping[str, str]) -> str:
+    """``message`` naming the variable: a conversion error only quotes the value."""
+    if message.startswith("KWX_"):
+        return message
+    for name in sorted(k for k in env if k.startswith("KWX_")):
+        if repr(env[name]) in message or f"'{env[name]}'" in message:
+            return f"{name}={env[name]!r}: {message}"
+    return message
 
 
 def projector_mode(value: str) -> str:

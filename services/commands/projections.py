@@ -12,8 +12,11 @@ Output: JSON lines.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import time
+from collections.abc import Callable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +78,7 @@ def _follow(projector: object, conninfo: str) -> int:
     from projections.projector import ProjectorRunner
     from services import heap
 
-    runner = ProjectorRunner(projector, conninfo)  # type: ignore[arg-type]
+    runner = ProjectorRunner(projector, conninfo, heartbeat=_heartbeat())  # type: ignore[arg-type]
     heap.settle()  # what the process keeps: never traversed by the collector again
     runner.start()
     print(json.dumps({"following": True}), flush=True)
@@ -87,3 +90,23 @@ def _follow(projector: object, conninfo: str) -> int:
     finally:
         runner.stop()
     return 0
+
+
+def _heartbeat() -> Callable[[], None] | None:
+    """A byte on the pipe ``kwx serve`` passed (``KWX_PROJECTOR_HEARTBEAT_FD``) per turn of the
+    runner's loop: the supervisor's watchdog (services/projector_process.py). Never blocks: a full
+    pipe (a supervisor not reading) or a closed one (it is gone) costs the beat, nothing else."""
+    fd_text = os.environ.get("KWX_PROJECTOR_HEARTBEAT_FD", "")
+    if not fd_text.isdigit():
+        return None
+    fd = int(fd_text)
+    try:
+        os.set_blocking(fd, False)
+    except OSError:
+        return None
+
+    def beat() -> None:
+        with contextlib.suppress(OSError):  # BlockingIOError (full), BrokenPipeError (gone)
+            os.write(fd, b".")
+
+    return beat

@@ -81,7 +81,9 @@ def run(args: argparse.Namespace) -> int:
         from services.projector_process import ProjectorProcess
 
         container.extras["projector_background"] = False  # no projector thread in this process
-        child = ProjectorProcess(container.database_url, nice=settings.projector_nice)
+        child = ProjectorProcess(
+            container.database_url, nice=settings.projector_nice, watchdog=settings.projector_watchdog
+        )
         child.start()
     print(f"kwx: projector: {_projector_line(settings.projector, child)}", flush=True)
     print(f"kwx: workers: {_workers_line(workers, settings.pool_size)}", flush=True)

@@ -75,3 +75,22 @@ def test_building_the_cli_imports_neither_the_web_stack_nor_the_database_driver(
     code = f"import sys, services.cli as c; c.build_parser(); print([m for m in {heavy} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("KWX_PROJECTOR_WATCHDOG", "soon", "KWX_PROJECTOR_WATCHDOG='soon'"),
+        ("KWX_PROJECTOR_WATCHDOG", "-1", "KWX_PROJECTOR_WATCHDOG=-1.0: expected seconds, 0 or more"),
+        ("KWX_POOL_SIZE", "four", "KWX_POOL_SIZE='four'"),
+        ("KWX_WORKERS", "0", "KWX_WORKERS=0: expected at least 1"),
+        ("KWX_PROJECTOR", "maybe", "KWX_PROJECTOR='maybe': expected on, thread or off"),
+    ],
+)
+def test_a_setting_kwx_cannot_read_is_named_with_exit_2_and_no_traceback(
+    name: str, value: str, says: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(name, value)
+    assert main(["serve", "--port", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kwx: ") and says in err and "Traceback" not in err, err

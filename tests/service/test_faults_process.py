@@ -749,6 +749,83 @@ def test_the_projector_supervisor_backs_off_and_starts_over_after_a_good_run(
     assert child.proc is not None and child.proc.poll() is not None  # stopped
 
 
+def test_the_projector_watchdog_restarts_a_child_whose_heartbeat_stops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A child alive but hung (its loop stopped: a stuck statement, SIGSTOP) is killed and restarted
+    once it has not beaten for ``watchdog`` seconds; a child that keeps beating, or has not beaten
+    yet (still starting), is left alone."""
+    from services import projector_process
+
+    beat = "import os, sys, time; fd = int(os.environ['KWX_PROJECTOR_HEARTBEAT_FD']); "
+    scripts = [
+        beat + "[(os.write(fd, b'.'), time.sleep(0.1)) for _ in range(3)]; time.sleep(60)",  # hangs
+        beat + "[(os.write(fd, b'.'), time.sleep(0.1)) for _ in range(40)]",  # 4 s of beats, exits 0
+        "import time; time.sleep(3)",  # never beats (a slow start): exits 0 by itself
+        "import time; time.sleep(60)",
+    ]
+
+    class Fake(projector_process.ProjectorProcess):
+        first_pause, longest_pause, beat_check = 0.05, 0.05, 0.1
+
+        @property
+        def command(self) -> list[str]:
+            return [sys.executable, "-c", scripts[min(self.starts, len(scripts) - 1)]]
+
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    class Log:
+        def error(self, event: str, **fields: Any) -> None:
+            events.append((event, fields))
+
+        def warning(self, event: str, **fields: Any) -> None:
+            events.append((event, fields))
+
+        def info(self, event: str, **fields: Any) -> None:
+            pass
+
+    monkeypatch.setattr(projector_process, "log", Log())
+    child = Fake("postgresql://unused", nice=0, watchdog=1.0)
+    child.start()
+    try:
+        wait_for(lambda: sum(e == "projector_process_exited" for e, _ in events) >= 3, 60, str(events))
+    finally:
+        child.stop()
+    names = [e for e, _ in events]
+    assert names[:4] == ["projector_process_hung", "projector_process_exited",
+                         "projector_process_exited", "projector_process_exited"], events  # fmt: skip
+    hung = events[0][1]
+    assert hung["watchdog"] == 1.0 and hung["silent_seconds"] >= 1.0
+    assert [f["code"] for e, f in events[1:4]] == [-signal.SIGKILL, 0, 0], events
+    assert child.proc is not None and child.proc.poll() is not None  # stopped
+    assert child._beats is None  # the pipe is closed with it
+
+
+def test_kwx_serve_restarts_a_hung_projector_child(pg_cluster: Any) -> None:
+    """The real child beats (``kwx projections follow``'s loop, through the pipe ``kwx serve`` passed):
+    stopped with SIGSTOP it goes silent, and after ``KWX_PROJECTOR_WATCHDOG`` seconds the server
+    kills it and starts another, which catches the read models up."""
+    s = start_serve(pg_cluster, workers=1, KWX_PROJECTOR_WATCHDOG="2")
+    try:
+        (child,) = s.projectors()
+        time.sleep(3)  # beating: not taken for hung while idle
+        assert s.projectors() == [child] and not s.log_events("projector_process_hung")
+        os.kill(child, signal.SIGSTOP)
+        wait_for(lambda: s.projectors() and s.projectors() != [child], 60,
+                 f"the hung projector {child} was not replaced: {s.log()[-2000:]}")  # fmt: skip
+        (hung,) = s.log_events("projector_process_hung")
+        assert hung["pid"] == child and hung["watchdog"] == 2.0
+        tables = tables_for("hung", 2, hands=1, seed=300)
+        tally = Tally()
+        join_all(run_clients(s, tables, 2, tally))
+        assert not tally.failures, tally.failures
+        wait_for(lambda: projector_behind(s.url) == 0, 60, "the new projector did not catch up")
+    finally:
+        code = s.stop()
+        s.kill_all()
+    assert code == 0, s.log()[-3000:]
+
+
 # --------------------------------------------------------------------------- 5b. kwx serve SIGKILLed
 
 
