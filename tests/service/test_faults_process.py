@@ -402,6 +402,9 @@ def test_the_projector_killed_mid_ingest_restarts_and_the_read_models_end_exactl
     restarts_before = len(served.log_events("projector_process_exited"))
     for round_ in range(2):  # twice: the second restart waits longer (the back-off)
         wait_for(lambda r=round_: tally.accepted >= total_batches * (r + 1) // 3, 90, "ingest stalled")
+        # one child running (a restart of an earlier test's or round's kill may still be pausing)
+        wait_for(lambda: len(served.projectors()) == 1, 60,
+                 f"no projector child running: {served.log()[-3000:]}")  # fmt: skip
         (child,) = served.projectors()
         os.kill(child, signal.SIGKILL)
         wait_for(lambda c=child: served.projectors() and served.projectors() != [c], 60,
