@@ -58,6 +58,12 @@ class IdConflict(ServiceError):
     status, code = 409, "id_conflict"
 
 
+class RequestTimeout(ServiceError):
+    """The body did not arrive in time (``KWX_BODY_TIMEOUT``): a slow or stalled client."""
+
+    status, code = 408, "request_timeout"
+
+
 class PayloadTooLarge(ServiceError):
     status, code = 413, "payload_too_large"
 

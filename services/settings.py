@@ -8,6 +8,7 @@
 | ``KWX_POOL_SIZE`` | ``4`` | psycopg_pool max size *per process* (2 cores → 4 connections keep them busy) |
 | ``KWX_WORKERS`` | cores | ``kwx serve`` HTTP workers (``--workers`` overrides; 1 with projector thread) |
 | ``KWX_MAX_BODY_BYTES`` | ``1048576`` | largest request body (413 beyond) |
+| ``KWX_BODY_TIMEOUT`` | ``30`` | seconds an append's body may take to arrive (408 beyond) |
 | ``KWX_MAX_BATCH`` | ``1000`` | most events in one append (413 beyond) |
 | ``KWX_SNAPSHOT_EVERY`` | ``50`` | write the table's state snapshot when it is this many events old |
 | ``KWX_LOG_LEVEL`` | ``info`` | structlog level |
@@ -39,6 +40,7 @@ class Settings:
     db_role: str = "kwx_app"
     pool_size: int = 4
     max_body_bytes: int = 1 << 20
+    body_timeout: float = 30.0
     max_batch: int = 1000
     snapshot_every: int = 50
     log_level: str = "info"
@@ -50,6 +52,8 @@ class Settings:
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
             raise ValueError(f"KWX_WORKERS={self.workers}: expected at least 1")
+        if not self.body_timeout > 0:  # (NaN too)
+            raise ValueError(f"KWX_BODY_TIMEOUT={self.body_timeout}: expected seconds, more than 0")
         if not self.projector_watchdog >= 0:  # (NaN too)
             raise ValueError(f"KWX_PROJECTOR_WATCHDOG={self.projector_watchdog}: expected seconds, 0 or more")
 
@@ -81,6 +85,7 @@ class Settings:
             db_role=env.get("KWX_DB_ROLE") or "kwx_app",
             pool_size=int(env.get("KWX_POOL_SIZE") or 4),
             max_body_bytes=int(env.get("KWX_MAX_BODY_BYTES") or (1 << 20)),
+            body_timeout=float(env.get("KWX_BODY_TIMEOUT") or 30),
             max_batch=int(env.get("KWX_MAX_BATCH") or 1000),
             snapshot_every=int(env.get("KWX_SNAPSHOT_EVERY") or 50),
             log_level=(env.get("KWX_LOG_LEVEL") or "info").lower(),

@@ -104,6 +104,7 @@ ERROR_STATUSES: dict[int, str] = {
     401: "unauthorized: no `Authorization: Bearer KEY`, or an unknown or revoked key",
     403: "forbidden: the key's role may not do this, or the table belongs to another tenant",
     404: "not_found: no such table, hand, player or route",
+    408: "request_timeout: the body did not arrive within KWX_BODY_TIMEOUT seconds",
     409: "version_conflict (with current_version) or id_conflict",
     413: "payload_too_large or batch_too_large",
     415: "unsupported_media_type: the body is not sent as application/json",

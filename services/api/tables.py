@@ -40,6 +40,7 @@ from services.errors import (
     Malformed,
     NotFound,
     PayloadTooLarge,
+    RequestTimeout,
     UnsupportedMediaType,
 )
 from services.logs import get_logger
@@ -62,7 +63,7 @@ class AppendBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 _decoder = msgspec.json.Decoder(AppendBody)
 
 _READ_ERRORS = schemas.error_responses(401, 403, 404, 422, 503)
-_APPEND_ERRORS = schemas.error_responses(400, 401, 403, 409, 413, 415, 422, 503)
+_APPEND_ERRORS = schemas.error_responses(400, 401, 403, 408, 409, 413, 415, 422, 503)
 
 
 def check_content_type(declared: str | None) -> None:
@@ -76,8 +77,10 @@ def check_content_type(declared: str | None) -> None:
         )
 
 
-async def read_body(receive: Receive, declared: str | None, limit: int) -> bytes:
-    """The request's body from the ASGI ``receive``, refused (413) as soon as it passes ``limit``."""
+async def read_body(receive: Receive, declared: str | None, limit: int, timeout: float = 30.0) -> bytes:
+    """The request's body from the ASGI ``receive``, refused (413) as soon as it passes ``limit``,
+    and (408) when all of it has not arrived within ``timeout`` seconds: a client trickling its body
+    holds a connection and a worker's memory for as long as it likes otherwise (docs/faults.md)."""
     if declared is not None:
         if not declared.isdigit():
             raise BadRequest("bad Content-Length", field="content-length")
@@ -85,17 +88,24 @@ async def read_body(receive: Receive, declared: str | None, limit: int) -> bytes
             raise PayloadTooLarge(f"body larger than {limit} bytes", limit=limit)
     chunks: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientDisconnect()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"body larger than {limit} bytes", limit=limit)
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientDisconnect()
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    raise PayloadTooLarge(f"body larger than {limit} bytes", limit=limit)
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(chunks)
+    except TimeoutError:
+        raise RequestTimeout(
+            f"the body did not arrive within {timeout:g} s ({size} bytes came); send it at once",
+            timeout_seconds=timeout,
+        ) from None
 
 
 def _field_of(message: str) -> str | None:
@@ -182,7 +192,9 @@ async def append(
     require_role(principal, "platform")
     settings = container.settings
     check_content_type(headers.get("content-type"))
-    raw = await read_body(receive, headers.get("content-length"), settings.max_body_bytes)
+    raw = await read_body(
+        receive, headers.get("content-length"), settings.max_body_bytes, settings.body_timeout
+    )
     body = decode_append(raw)
     if len(body.events) > settings.max_batch:
         raise BatchTooLarge(

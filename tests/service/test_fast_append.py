@@ -271,3 +271,42 @@ def test_a_request_left_without_an_answer_is_logged_499_unless_the_app_failed(
     (line,) = [line for line in logs if line["event"] == "request"]
     assert line["status"] == status
     assert line.get("outcome") == outcome
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_body_that_does_not_arrive_in_time_is_a_408(fast: bool, logs: list[dict[str, Any]]) -> None:
+    """A client that sends its headers and then trickles (here: stops) its body is answered 408
+    ``request_timeout`` after ``KWX_BODY_TIMEOUT`` seconds, by the fast path and the route alike,
+    instead of holding the connection for as long as it likes; nothing reaches the store."""
+    import asyncio
+
+    container = _Container(RuntimeError("the store must not be called"))
+    container.settings = Settings(log_level="warning", body_timeout=0.2)
+    app = create_app(container=container, fast_append=fast)  # type: ignore[arg-type]
+    first = [{"type": "http.request", "body": b'{"events": [', "more_body": True}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if first:
+            return first.pop()
+        await asyncio.sleep(30)  # the rest of the body never comes
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def call() -> None:
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": "/v1/tables/t9/events", "raw_path": b"/v1/tables/t9/events",
+                 "query_string": b"", "root_path": "", "client": ("127.0.0.1", 1), "server": ("x", 80),
+                 "headers": [(b"authorization", b"Bearer good"), (b"content-type", b"application/json"),
+                             (b"content-length", b"5000")], "app": app}  # fmt: skip
+        await asyncio.wait_for(app(scope, receive, send), 10)
+
+    asyncio.run(call())
+    assert sent[0]["status"] == 408, sent
+    body = json.loads(sent[1]["body"])
+    assert body["error"] == "request_timeout" and body["timeout_seconds"] == 0.2, body
+    assert "12 bytes came" in body["message"], body
+    (line,) = [line for line in logs if line["event"] == "request"]
+    assert line["status"] == 408
