@@ -29,7 +29,7 @@ import time
 import warnings
 from pathlib import Path
 
-from tests.service.serving import descendants, free_port, wait_healthy
+from tests.service.serving import descendants, free_port, projector_behind, wait_healthy
 
 TABLES = int(os.environ.get("KWX_SOAK_TABLES", "60000"))
 STEP = int(os.environ.get("KWX_SOAK_STEP", "10000"))
@@ -99,18 +99,6 @@ def _append(host: str, port: int, key: str, names: range, bodies: list[bytes], e
             sock.close()
 
 
-def _behind(url: str) -> int:
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM events e, (SELECT tx_id, position FROM projection_checkpoints "
-            "ORDER BY tx_id, position LIMIT 1) c "
-            "WHERE (e.tx_id, e.position) > (c.tx_id::text::xid8, c.position)"
-        ).fetchone()
-    return int(row[0]) if row else -1
-
-
 def run() -> None:
     warnings.filterwarnings("ignore", module="platformdirs")
     from services.bootstrap import bootstrap
@@ -167,7 +155,7 @@ def run() -> None:
                 raise RuntimeError(f"kwx refused an append: {errors[0]}")
             rate = (last - first) / (time.perf_counter() - t0)
             deadline = time.monotonic() + 300
-            while _behind(url) and time.monotonic() < deadline:
+            while projector_behind(url) and time.monotonic() < deadline:
                 time.sleep(0.5)
             sample(last, time.perf_counter() - started, rate)
         alive = [p for p in (*workers, projector) if _rss_kib(p)]

@@ -92,3 +92,18 @@ def tree_cpu(pid: int) -> float:
             continue
         total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
+
+
+def projector_behind(url: str) -> int:
+    """Events after the least advanced read model's checkpoint; -1 while no read model has one."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM events e, (SELECT tx_id, position FROM projection_checkpoints "
+            "ORDER BY tx_id, position LIMIT 1) c "
+            "WHERE (e.tx_id, e.position) > (c.tx_id::text::xid8, c.position)"
+        ).fetchone()
+        models = conn.execute("SELECT count(*) FROM projection_checkpoints").fetchone()
+    assert models is not None and row is not None
+    return int(row[0]) if models[0] else -1

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 
-from tests.service.serving import alive, descendants, free_port, wait_for, wait_healthy
+from tests.service.serving import alive, descendants, free_port, projector_behind, wait_for, wait_healthy
 
 pytestmark = [
     pytest.mark.db,
@@ -276,24 +276,22 @@ def kwx(url: str, *args: str, timeout: float = 120) -> subprocess.CompletedProce
                           text=True, timeout=timeout)  # fmt: skip
 
 
+def assert_whole_batches(url: str, tables: dict[str, list[dict[str, Any]]], tally: Tally) -> None:
+    """No 500 and no failed client; every batch whole or absent: a table holds a prefix of its
+    batches, at least every accepted one (a server stopped mid-ingest)."""
+    assert not tally.failures and 500 not in tally.statuses, (tally.failures, tally.statuses)
+    for table, wire in tables.items():
+        ids = [i for _, i in stored_ids(url, table)]
+        assert ids == [e["id"] for e in wire[: len(ids)]], table
+        assert len(ids) % BATCH == 0 or len(ids) == len(wire), (table, len(ids))
+        assert len(ids) >= tally.versions.get(table, 0), table
+
+
 def assert_chains_verify(url: str) -> None:
     done = kwx(url, "verify")
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["ok"] and summary["broken_tables"] == 0, summary
-
-
-def projector_behind(url: str) -> int:
-    """Events after the least advanced read model's checkpoint."""
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM events e, (SELECT tx_id, position FROM projection_checkpoints "
-            "ORDER BY tx_id, position LIMIT 1) c "
-            "WHERE (e.tx_id, e.position) > (c.tx_id::text::xid8, c.position)"
-        ).fetchone()
-        models = conn.execute("SELECT count(*) FROM projection_checkpoints").fetchone()
-    assert models is not None and row is not None
-    return int(row[0]) if models[0] else -1
 
 
 READ_MODELS = ("proj_hand_settlements", "proj_ledger_entries", "proj_ledger_accounts", "proj_player_stats",
@@ -668,13 +666,7 @@ def test_sigterm_during_ingest_stops_cleanly_with_no_half_batch_and_no_orphan(pg
                  f"processes outlived kwx serve: {[p for p in family if alive(p)]}")  # fmt: skip
     finally:
         s.kill_all()
-    assert not tally.failures and 500 not in tally.statuses, (tally.failures, tally.statuses)
-    # every batch whole or absent: a table holds a prefix of its batches, at least every accepted one
-    for table, wire in tables.items():
-        ids = [i for _, i in stored_ids(s.url, table)]
-        assert ids == [e["id"] for e in wire[: len(ids)]], table
-        assert len(ids) % BATCH == 0 or len(ids) == len(wire), (table, len(ids))
-        assert len(ids) >= tally.versions.get(table, 0), table
+    assert_whole_batches(s.url, tables, tally)
     assert stored_ids(s.url, "term-slow") == []
     assert_chains_verify(s.url)
 
@@ -858,12 +850,7 @@ def test_kwx_serve_killed_outright_mid_ingest_leaves_no_process_and_no_half_batc
     finally:
         stop.set()
         s.kill_all()
-    assert not tally.failures and 500 not in tally.statuses, (tally.failures, tally.statuses)
-    for table, wire in tables.items():
-        ids = [i for _, i in stored_ids(s.url, table)]
-        assert ids == [e["id"] for e in wire[: len(ids)]], table
-        assert len(ids) % BATCH == 0 or len(ids) == len(wire), (table, len(ids))
-        assert len(ids) >= tally.versions.get(table, 0), table
+    assert_whole_batches(s.url, tables, tally)
     assert_chains_verify(s.url)
 
 
