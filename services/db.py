@@ -194,6 +194,20 @@ def _tracked(base: type[Any], reach: Reachability) -> type[Any]:
     return Tracked
 
 
+def _slice(deadline: float) -> float:
+    """The next wait for a pooled connection: what is left, in slices of at most ``DOWN_WAIT``."""
+    return max(0.001, min(deadline - time.monotonic(), DOWN_WAIT))
+
+
+def _waited(reach: Reachability, deadline: float, wait: float) -> None:
+    """After a slice without a connection: raise ``Unreachable`` once connecting has failed,
+    ``PoolTimeout`` once the whole ``wait`` is over; return to wait another slice."""
+    if reach.down:
+        raise Unreachable(f"the database is not reachable: {reach.last_error}") from None
+    if time.monotonic() >= deadline - 0.001:
+        raise PoolTimeout(f"no free connection in {wait:.1f} s") from None
+
+
 class Pool(ConnectionPool):
     """The service's pool. A connection whose server ended the session is never handed out: when
     on checkout :func:`quiet` (one ``poll``, no round trip) finds something to read, a round trip
@@ -211,13 +225,10 @@ class Pool(ConnectionPool):
         deadline = time.monotonic() + wait
         while True:
             try:
-                conn = super().getconn(max(0.001, min(deadline - time.monotonic(), DOWN_WAIT)))
+                conn = super().getconn(_slice(deadline))
             except PoolTimeout:
-                if self.reach.down:
-                    raise Unreachable(f"the database is not reachable: {self.reach.last_error}") from None
-                if time.monotonic() < deadline - 0.001:
-                    continue
-                raise PoolTimeout(f"no free connection in {wait:.1f} s") from None
+                _waited(self.reach, deadline, wait)
+                continue
             if quiet(conn) or _answers(conn):
                 return conn
             conn.close()
@@ -235,13 +246,10 @@ class AsyncPool(AsyncConnectionPool):
         deadline = time.monotonic() + wait
         while True:
             try:
-                conn = await super().getconn(max(0.001, min(deadline - time.monotonic(), DOWN_WAIT)))
+                conn = await super().getconn(_slice(deadline))
             except PoolTimeout:
-                if self.reach.down:
-                    raise Unreachable(f"the database is not reachable: {self.reach.last_error}") from None
-                if time.monotonic() < deadline - 0.001:
-                    continue
-                raise PoolTimeout(f"no free connection in {wait:.1f} s") from None
+                _waited(self.reach, deadline, wait)
+                continue
             if quiet(conn) or await _answers_async(conn):
                 return conn
             await conn.close()
