@@ -12,8 +12,9 @@ import logging
 import select
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
@@ -323,3 +324,26 @@ def fetch(conn: psycopg.Connection[Any], stmt: ClauseElement) -> list[tuple[Any,
     text, params = compile_stmt(stmt)
     cur = conn.execute(text, params)  # type: ignore[arg-type]  # compiled SQL text
     return cur.fetchall() if cur.description else []
+
+
+T = TypeVar("T")
+
+
+def reading(pool: ConnectionPool, read: Callable[[psycopg.Connection[Any]], T]) -> T:
+    """``read(conn)`` on a pooled connection — and once more on another if the connection broke
+    under it (``connection_lost``: the server ended the session, restarted …). Only for reads: a
+    read is safe to repeat, so a session that dies mid-query costs the client nothing
+    (docs/faults.md). Any other error, or a second loss, is raised (a 503)."""
+    try:
+        with pool.connection() as conn:
+            return read(conn)
+    except psycopg.OperationalError as exc:
+        if not connection_lost(exc):
+            raise
+    with pool.connection() as conn:
+        return read(conn)
+
+
+def read_rows(pool: ConnectionPool, *statements: ClauseElement) -> list[list[tuple[Any, ...]]]:
+    """The rows of each SQLAlchemy statement, read on one pooled connection (:func:`reading`)."""
+    return reading(pool, lambda conn: [fetch(conn, stmt) for stmt in statements])

@@ -25,6 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from services.api import schemas
 from services.api.deps import PRESET_ENUM, TableId, check_table_id, get_container, get_principal, require_role
 from services.bootstrap import Container
+from services.db import reading
 from services.errors import Forbidden, Malformed, NotFound
 from services.logs import get_logger
 from services.store.keys import Principal
@@ -164,8 +165,9 @@ def table_state(
     from projections import replay, views
 
     engine = _engine_module(container)
-    with container.pool.connection() as conn:
-        state, start = replay.state_at(conn, container.store, engine, table_id, version)
+    state, start = reading(
+        container.pool, lambda conn: replay.state_at(conn, container.store, engine, table_id, version)
+    )
     if seat is not None:
         body = views.seat_view(state, seat)
     elif principal.role == "support":

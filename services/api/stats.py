@@ -31,7 +31,6 @@ from projections.schema import (
     player_patterns,
     player_stats,
 )
-from projections.sql import fetch
 from services.api import schemas
 from services.api.deps import (
     MAX_BIGINT,
@@ -44,6 +43,7 @@ from services.api.deps import (
     require_role,
 )
 from services.bootstrap import Container
+from services.db import read_rows
 from services.errors import Malformed, NotFound
 from services.store.keys import Principal
 
@@ -83,8 +83,9 @@ def with_ratios(c: dict[str, int]) -> dict[str, Any]:
 
 
 def _lag(container: Container) -> dict[str, Any]:
-    with container.pool.connection() as conn:
-        rows = fetch(conn, select(checkpoints.c.name, checkpoints.c.position, checkpoints.c.events))
+    (rows,) = read_rows(
+        container.pool, select(checkpoints.c.name, checkpoints.c.position, checkpoints.c.events)
+    )
     return {name: {"position": int(pos), "events": int(n)} for name, pos, n in rows}
 
 
@@ -106,14 +107,11 @@ def player_statistics(
     if preset is not None:
         where.append(player_stats.c.preset == preset)
         pwhere.append(player_patterns.c.preset == preset)
-    with container.pool.connection() as conn:
-        rows = fetch(conn, select(*cols).where(*where).order_by(player_stats.c.preset))
-        prow = fetch(
-            conn,
-            select(player_patterns.c.preset, player_patterns.c.pattern, player_patterns.c.wins).where(
-                *pwhere
-            ),
-        )
+    rows, prow = read_rows(
+        container.pool,
+        select(*cols).where(*where).order_by(player_stats.c.preset),
+        select(player_patterns.c.preset, player_patterns.c.pattern, player_patterns.c.wins).where(*pwhere),
+    )
     if not rows:
         raise NotFound(f"no statistics for player {player_id!r}")
     patterns: dict[str, dict[str, int]] = {}
@@ -145,29 +143,28 @@ def _ledger(container: Container, tenant: str, kind: str, account: str, after: i
     routes. ``kind`` is ``player`` or ``house``; the two never share an account, whatever the id."""
     e = ledger_entries.c
     a = ledger_accounts.c
-    with container.pool.connection() as conn:
-        mine = (a.tenant == tenant, a.account_kind == kind, a.account == account)
-        found = fetch(conn, select(a.balance, a.entries).where(*mine))
-        rows = fetch(
-            conn,
-            select(
-                e.seq,
-                e.amount,
-                e.balance,
-                e.counterparty,
-                e.counterparty_kind,
-                e.table_id,
-                e.hand,
-                e.event,
-                e.reason,
-                e.seat,
-                e.detail,
-                e.line,
-            )
-            .where(e.tenant == tenant, e.account_kind == kind, e.account == account, e.seq > after)
-            .order_by(e.seq)
-            .limit(limit + 1),
+    mine = (a.tenant == tenant, a.account_kind == kind, a.account == account)
+    found, rows = read_rows(
+        container.pool,
+        select(a.balance, a.entries).where(*mine),
+        select(
+            e.seq,
+            e.amount,
+            e.balance,
+            e.counterparty,
+            e.counterparty_kind,
+            e.table_id,
+            e.hand,
+            e.event,
+            e.reason,
+            e.seat,
+            e.detail,
+            e.line,
         )
+        .where(e.tenant == tenant, e.account_kind == kind, e.account == account, e.seq > after)
+        .order_by(e.seq)
+        .limit(limit + 1),
+    )
     if not found:
         raise NotFound(f"no ledger for {account!r}" if kind == "player" else "no ledger for the house")
     more = len(rows) > limit
@@ -257,8 +254,7 @@ def leaderboard(
         .order_by(desc("value"), s.player_id)
         .limit(limit)
     )
-    with container.pool.connection() as conn:
-        rows = fetch(conn, stmt)
+    (rows,) = read_rows(container.pool, stmt)
     board = [
         {"rank": i + 1, "player_id": r[0], by: int(r[1]), "hands_played": int(r[2]), "wins": int(r[3]),
          "net_coins": int(r[4]), "win_rate": _ratio(int(r[3]), int(r[2]))}
@@ -276,14 +272,13 @@ def discrepancy_feed(
 ) -> Response:
     require_role(principal, "support", "platform")
     d = discrepancies.c
-    with container.pool.connection() as conn:
-        rows = fetch(
-            conn,
-            select(d.position, d.table_id, d.hand, d.reported_event, d.lines, d.net_computed, d.net_reported)
-            .where(d.tenant == principal.tenant, d.position > after)
-            .order_by(d.position, d.table_id, d.reported_event)
-            .limit(limit + 1),
-        )
+    (rows,) = read_rows(
+        container.pool,
+        select(d.position, d.table_id, d.hand, d.reported_event, d.lines, d.net_computed, d.net_reported)
+        .where(d.tenant == principal.tenant, d.position > after)
+        .order_by(d.position, d.table_id, d.reported_event)
+        .limit(limit + 1),
+    )
     more = len(rows) > limit
     rows = rows[:limit]
     items = [

@@ -31,7 +31,7 @@ from psycopg_pool import ConnectionPool
 
 from domain.events import Event, canonical_bytes
 from domain.events import decode as decode_event
-from services.db import connection_lost, fetch
+from services.db import connection_lost, fetch, read_rows
 from services.engine_adapter import Engine
 from services.errors import Forbidden, IdConflict, IllegalEvent, Malformed, VersionConflict
 from services.store import chain
@@ -567,16 +567,8 @@ class EventStore:
         return [_stored(row) for row in self._fetch(stmt)]
 
     def _fetch(self, stmt: sa.Select[Any]) -> list[tuple[Any, ...]]:
-        """A read's rows; once more on another connection if the first one broke under it (a read
-        is safe to repeat; docs/faults.md)."""
-        for attempt in (1, 2):
-            try:
-                with self.pool.connection() as conn:
-                    return fetch(conn, stmt)
-            except psycopg.OperationalError as exc:
-                if attempt == 2 or not connection_lost(exc):
-                    raise
-        raise AssertionError("unreachable")
+        """A read's rows; once more on another connection if the first one broke under it."""
+        return read_rows(self.pool, stmt)[0]
 
     def read_all(self, after: tuple[int, int] = (0, 0), limit: int = 1000) -> list[StoredEvent]:
         """The global log, gap-free: events committed by transactions older than every transaction

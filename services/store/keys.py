@@ -23,7 +23,7 @@ from typing import Literal
 import sqlalchemy as sa
 from psycopg_pool import ConnectionPool
 
-from services.db import fetch
+from services.db import fetch, read_rows
 from services.store.schema import api_keys
 
 Role = Literal["platform", "support", "dashboard"]
@@ -148,8 +148,7 @@ class KeyStore:
         stmt = sa.select(api_keys.c.key_id, api_keys.c.key_hash, api_keys.c.tenant, api_keys.c.role).where(
             api_keys.c.key_hash == digest, api_keys.c.revoked_at.is_(None)
         )
-        with self.pool.connection() as conn:
-            rows = fetch(conn, stmt)
+        (rows,) = read_rows(self.pool, stmt)  # every request's first read: once more if cut
         principal = None
         if rows and hmac.compare_digest(bytes(rows[0][1]), digest):
             principal = Principal(rows[0][0], rows[0][2], rows[0][3])

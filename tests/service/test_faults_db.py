@@ -742,6 +742,56 @@ def test_an_outage_before_the_first_append_does_not_disable_the_fast_path(cluste
     _assert_stored_once(url, table, wire[:20])
 
 
+def test_a_read_whose_session_dies_mid_query_is_read_once_more(database_url: str) -> None:
+    """``services.db.reading`` (every read route, the key lookup, the store's table reads): a read
+    whose session the server ends mid-statement is run again on another connection and answers;
+    a statement that failed on a working connection (a cancel) is not repeated; a second loss is
+    raised (the route's 503)."""
+    from psycopg import errors as pg_errors
+
+    from services.db import make_pool, read_rows, reading
+
+    pool = make_pool(database_url, size=2, role=None)
+    calls: list[int] = []
+
+    def slow_read(conn: psycopg.Connection[Any]) -> int:
+        calls.append(conn.info.backend_pid)
+        if len(calls) == 1:  # the first try: its backend is ended while it sleeps
+            killer = threading.Timer(0.3, _terminate, (database_url, calls[0]))
+            killer.start()
+        row = conn.execute("SELECT 7 FROM pg_sleep(1)").fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def cancelled(conn: psycopg.Connection[Any]) -> int:
+        calls.append(conn.info.backend_pid)
+        raise pg_errors.QueryCanceled("canceling statement due to user request")
+
+    def always_lost(conn: psycopg.Connection[Any]) -> int:
+        calls.append(conn.info.backend_pid)
+        raise pg_errors.AdminShutdown("terminating connection due to administrator command")
+
+    try:
+        assert reading(pool, slow_read) == 7
+        assert len(calls) == 2 and calls[0] != calls[1]  # the second on another session
+        calls.clear()
+        with pytest.raises(pg_errors.QueryCanceled):
+            reading(pool, cancelled)
+        assert len(calls) == 1
+        calls.clear()
+        with pytest.raises(pg_errors.AdminShutdown):
+            reading(pool, always_lost)
+        assert len(calls) == 2
+        assert read_rows(pool) == []  # no statement: no rows, one connection
+    finally:
+        pool.close()
+
+
+def _terminate(url: str, pid: int) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
 # --------------------------------------------------------------------------- the pool's mechanics
 
 
