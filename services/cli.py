@@ -60,8 +60,29 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:  # a bad KWX_* variable: say which, no traceback
         print(f"kwx: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        reason = _unreachable(exc)
+        if reason is None:
+            raise
+        print(f"kwx: cannot connect to the database: {reason}", file=sys.stderr)
+        return 1
     return code
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _unreachable(exc: BaseException) -> str | None:
+    """The first line of the driver's message when ``exc`` says the database could not be reached or
+    refused the connection (down, unknown host, bad credentials, no such database: at start,
+    migrating, a CLI command), else None."""
+    import psycopg
+
+    cause: BaseException | None = exc
+    for _ in range(5):  # SQLAlchemy (alembic's migrations) wraps the driver's error
+        if cause is None:
+            return None
+        if isinstance(cause, psycopg.OperationalError):
+            state = cause.sqlstate or ""
+            if not state or state.startswith(("08", "28", "3D", "57P03")):
+                return (str(cause).strip().splitlines() or ["connection failed"])[0]
+            return None
+        cause = getattr(cause, "orig", None) or cause.__cause__
+    return None

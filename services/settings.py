@@ -14,6 +14,7 @@
 | ``KWX_LOG_LEVEL`` | ``info`` | structlog level |
 | ``KWX_PROJECTOR`` | ``on`` | ``on``: child process of ``kwx serve``; ``thread``: in-process; ``off``: none |
 | ``KWX_PROJECTOR_NICE`` | ``10`` | the child projector's ``nice`` increment (0: the server's priority) |
+| ``KWX_SHUTDOWN_GRACE`` | ``10`` | whole seconds ``kwx serve`` lets requests finish after SIGTERM |
 | ``KWX_PROJECTOR_WATCHDOG`` | ``120`` | seconds a silent projector child lives (then restarted; 0: never) |
 """
 
@@ -47,6 +48,7 @@ class Settings:
     projector: str = "on"  # "on" (child process of kwx serve) | "thread" | "off"
     projector_nice: int = 10
     projector_watchdog: float = 120.0
+    shutdown_grace: int = 10  # after SIGTERM: how long requests in flight may take (a slow upload …)
     workers: int | None = None  # `kwx serve` uvicorn workers; None: serving_workers() decides
 
     def __post_init__(self) -> None:
@@ -54,6 +56,8 @@ class Settings:
             raise ValueError(f"KWX_WORKERS={self.workers}: expected at least 1")
         if not self.body_timeout > 0:  # (NaN too)
             raise ValueError(f"KWX_BODY_TIMEOUT={self.body_timeout}: expected seconds, more than 0")
+        if self.shutdown_grace < 1:
+            raise ValueError(f"KWX_SHUTDOWN_GRACE={self.shutdown_grace}: expected whole seconds, at least 1")
         if not self.projector_watchdog >= 0:  # (NaN too)
             raise ValueError(f"KWX_PROJECTOR_WATCHDOG={self.projector_watchdog}: expected seconds, 0 or more")
 
@@ -92,8 +96,15 @@ class Settings:
             projector=projector_mode(env.get("KWX_PROJECTOR") or "on"),
             projector_nice=int(env.get("KWX_PROJECTOR_NICE") or 10),
             projector_watchdog=float(env.get("KWX_PROJECTOR_WATCHDOG") or 120),
+            shutdown_grace=_whole_seconds("KWX_SHUTDOWN_GRACE", env.get("KWX_SHUTDOWN_GRACE") or "10"),
             workers=int(env["KWX_WORKERS"]) if env.get("KWX_WORKERS") else None,
         )
+
+
+def _whole_seconds(name: str, text: str) -> int:
+    if not text.strip().lstrip("-").isdigit():
+        raise SettingsError(f"{name}={text!r}: expected whole seconds, at least 1")
+    return int(text)
 
 
 class SettingsError(ValueError):

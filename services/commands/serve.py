@@ -8,7 +8,7 @@ Faults (docs/faults.md, Process faults): a worker that dies is replaced by uvico
 worker that cannot start (its app's start-up failed: the database unreachable for its pool's 15 s)
 stops the whole server with exit status 1 and a ``kwx: worker … could not start`` line, so that a
 service manager restarts it. SIGTERM (or Ctrl-C) lets requests in flight finish for at most
-``KWX_SHUTDOWN_GRACE`` seconds (default ``GRACE_SECONDS``), then answers the rest 503 (an append is
+``KWX_SHUTDOWN_GRACE`` seconds (default 10), then answers the rest 503 (an append is
 one transaction: stored whole or not at all; services/api/served.guard) and exits 0.
 """
 
@@ -20,14 +20,6 @@ import os
 import signal
 import sys
 from typing import Any
-
-GRACE_SECONDS = 10  # after SIGTERM: how long requests in flight may take (a slow client's upload …)
-
-
-def _grace() -> int | None:
-    """``KWX_SHUTDOWN_GRACE`` (whole seconds ≥ 1; default ``GRACE_SECONDS``), None if it is not one."""
-    text = (os.environ.get("KWX_SHUTDOWN_GRACE") or str(GRACE_SECONDS)).strip()
-    return int(text) if text.isdigit() and int(text) >= 1 else None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,12 +44,8 @@ def run(args: argparse.Namespace) -> int:
     from services.db import describe
     from services.settings import Settings
 
-    settings = Settings.from_env()
-    grace = _grace()
-    if grace is None:
-        print(f"kwx: KWX_SHUTDOWN_GRACE={os.environ.get('KWX_SHUTDOWN_GRACE')!r}: expected whole seconds, "
-              "at least 1", file=sys.stderr)  # fmt: skip
-        return 2
+    settings = Settings.from_env()  # a bad KWX_* value: SettingsError, named by services.cli (exit 2)
+    grace = settings.shutdown_grace
     workers = args.workers or settings.serving_workers()
     if workers > 1 and settings.projector == "thread":
         print(f"kwx: KWX_PROJECTOR=thread runs the projector inside the serving process, and {workers} "

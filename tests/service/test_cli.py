@@ -94,3 +94,16 @@ def test_a_setting_kwx_cannot_read_is_named_with_exit_2_and_no_traceback(
     assert main(["serve", "--port", "1"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("kwx: ") and says in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("command", [["migrate"], ["serve", "--port", "1"], ["verify"], ["keys", "list"]])
+def test_a_database_kwx_cannot_connect_to_is_one_line_and_exit_1(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing listens on port 1: every command that needs the database says so in one line (the
+    driver's reason), exit 1, no traceback."""
+    monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")
+    assert main(command) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("kwx: cannot connect to the database: ") and "port 1" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err

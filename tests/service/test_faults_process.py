@@ -857,16 +857,15 @@ def test_kwx_serve_killed_outright_mid_ingest_leaves_no_process_and_no_half_batc
 def test_serve_refuses_a_shutdown_grace_that_is_not_whole_seconds(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import argparse
-
-    from services.commands import serve
+    from services.cli import main
+    from services.settings import Settings
 
     monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")  # never reached
     for bad in ("0", "-3", "1.5", "soon"):
         monkeypatch.setenv("KWX_SHUTDOWN_GRACE", bad)
-        assert serve.run(argparse.Namespace(host="127.0.0.1", port=0, workers=2)) == 2
+        assert main(["serve", "--port", "0", "--workers", "2"]) == 2
         assert "KWX_SHUTDOWN_GRACE" in capsys.readouterr().err
     monkeypatch.setenv("KWX_SHUTDOWN_GRACE", "7")
-    assert serve._grace() == 7
+    assert Settings.from_env().shutdown_grace == 7
     monkeypatch.delenv("KWX_SHUTDOWN_GRACE")
-    assert serve._grace() == serve.GRACE_SECONDS == 10
+    assert Settings.from_env().shutdown_grace == 10
