@@ -86,3 +86,7 @@ def _unreachable(exc: BaseException) -> str | None:
             return None
         cause = getattr(cause, "orig", None) or cause.__cause__
     return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
