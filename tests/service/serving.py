@@ -107,3 +107,29 @@ def projector_behind(url: str) -> int:
         models = conn.execute("SELECT count(*) FROM projection_checkpoints").fetchone()
     assert models is not None and row is not None
     return int(row[0]) if models[0] else -1
+
+
+def serve_subprocess(
+    url: str, out: Path, *, workers: int, seconds: float = 90, **env: str
+) -> tuple[subprocess.Popen[bytes], str, int]:
+    """``kwx serve --workers N`` as a subprocess on the database ``url`` (the test run's
+    ``TEST_DATABASE_URL`` left out, ``env`` added), its output in ``out``: (process, base URL,
+    port) once ``/v1/health`` answers; the process is killed if it does not get there."""
+    import sys
+
+    environ = {k: v for k, v in os.environ.items() if k != "TEST_DATABASE_URL"}
+    environ.update(DATABASE_URL=url, **env)
+    port = free_port()
+    with out.open("wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "serve", "--port", str(port), "--workers", str(workers)],
+            env=environ, stdout=sink, stderr=sink, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, proc, seconds, out)
+    except BaseException:
+        proc.kill()
+        proc.wait(30)
+        raise
+    return proc, base, port

@@ -33,7 +33,7 @@ import psycopg
 import pytest
 
 from tests.conftest import with_database
-from tests.service.serving import free_port, wait_for, wait_healthy
+from tests.service.serving import serve_subprocess, wait_for
 from tests.service.streams import legal_table
 
 pytestmark = pytest.mark.db
@@ -274,22 +274,8 @@ def _post(
 
 
 def _serve(url: str, out: Path) -> tuple[subprocess.Popen[bytes], str]:
-    env = {k: v for k, v in os.environ.items() if k != "TEST_DATABASE_URL"}
-    env.update(DATABASE_URL=url, KWX_PROJECTOR="on", KWX_LOG_LEVEL="info", KWX_POOL_SIZE="2",
-               KWX_PROJECTOR_NICE="0")  # fmt: skip
-    port = free_port()
-    with out.open("wb") as sink:
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "services.cli", "serve", "--port", str(port), "--workers", "2"],
-            env=env, stdout=sink, stderr=sink,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(base, serve, 90, out)
-    except BaseException:
-        serve.kill()
-        serve.wait(30)
-        raise
+    serve, base, _port = serve_subprocess(url, out, workers=2, KWX_PROJECTOR="on", KWX_LOG_LEVEL="info",
+                                          KWX_POOL_SIZE="2", KWX_PROJECTOR_NICE="0")  # fmt: skip
     return serve, base
 
 

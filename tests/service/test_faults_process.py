@@ -35,7 +35,13 @@ from urllib.parse import urlsplit
 import psycopg
 import pytest
 
-from tests.service.serving import alive, descendants, free_port, projector_behind, wait_for, wait_healthy
+from tests.service.serving import (
+    alive,
+    descendants,
+    projector_behind,
+    serve_subprocess,
+    wait_for,
+)
 
 pytestmark = [
     pytest.mark.db,
@@ -115,19 +121,13 @@ class Served:
 
 def start_serve(pg_cluster: Any, *, workers: int = 2, projector: str = "on", **extra: str) -> Served:
     url = pg_cluster.create_database("kwx_faultp")
-    env = {k: v for k, v in os.environ.items() if k != "TEST_DATABASE_URL"}
-    env.update(DATABASE_URL=url, KWX_PROJECTOR=projector, KWX_LOG_LEVEL="info", KWX_POOL_SIZE="3",
-               KWX_MAX_BODY_BYTES=str(MAX_BODY), KWX_PROJECTOR_NICE="0", **extra)  # fmt: skip
-    port = free_port()
     out = Path(tempfile.mkdtemp(prefix="kwx-faultp-")) / "serve.out"
-    with out.open("wb") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "services.cli", "serve", "--port", str(port), "--workers", str(workers)],
-            env=env, stdout=sink, stderr=sink, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    served = Served(proc, url, f"http://127.0.0.1:{port}", port, out)
+    proc, base, port = serve_subprocess(
+        url, out, workers=workers, KWX_PROJECTOR=projector, KWX_LOG_LEVEL="info", KWX_POOL_SIZE="3",
+        KWX_MAX_BODY_BYTES=str(MAX_BODY), KWX_PROJECTOR_NICE="0", **extra,
+    )  # fmt: skip
+    served = Served(proc, url, base, port, out)
     try:
-        wait_healthy(served.base, proc, 90, out)
         if workers > 1:
             wait_for(lambda: len(served.workers()) == workers, 60, f"{workers} workers did not start")
         if projector == "on":

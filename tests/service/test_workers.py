@@ -26,7 +26,7 @@ from services.bootstrap import Container
 from services.errors import IllegalEvent
 from services.settings import Settings
 from services.store.events import AppendResult, EventStore
-from tests.service.serving import alive, descendants, free_port, wait_for, wait_healthy
+from tests.service.serving import alive, descendants, serve_subprocess, wait_for
 from tests.service.streams import legal_table, relabel
 
 # --------------------------------------------------------------------------- settings, no database
@@ -219,19 +219,11 @@ def test_kwx_serve_with_two_workers_serves_appends_and_stops_on_sigterm(pg_clust
     import httpx
 
     url = pg_cluster.create_database("kwx_workers")  # fresh: the parent migrates it, once
-    env = {k: v for k, v in os.environ.items() if k != "TEST_DATABASE_URL"}
-    env.update(DATABASE_URL=url, KWX_PROJECTOR="off", KWX_LOG_LEVEL="info", KWX_POOL_SIZE="2")
-    port = free_port()
     out = Path(tempfile.mkdtemp(prefix="kwx-workers-")) / "serve.out"
-    with out.open("wb") as sink:
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "services.cli", "serve", "--port", str(port), "--workers", "2"],
-            env=env, stdout=sink, stderr=sink,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
+    serve, base, _port = serve_subprocess(url, out, workers=2, seconds=60, KWX_PROJECTOR="off",
+                                          KWX_LOG_LEVEL="info", KWX_POOL_SIZE="2")  # fmt: skip
     family: set[int] = set()
     try:
-        wait_healthy(base, serve, 60, out)
         wait_for(lambda: len([p for p in descendants(serve.pid) if _is_worker(p)]) >= 2, 30,
                  "two workers did not start")  # fmt: skip
         family = descendants(serve.pid)
