@@ -109,7 +109,7 @@ def player_statistics(
         pwhere.append(player_patterns.c.preset == preset)
     rows, prow = read_rows(
         container.pool,
-        select(*cols).where(*where).order_by(player_stats.c.preset),
+        select(*cols).where(*where).order_by(player_stats.c.preset.collate("C")),
         select(player_patterns.c.preset, player_patterns.c.pattern, player_patterns.c.wins).where(*pwhere),
     )
     if not rows:
@@ -251,7 +251,7 @@ def leaderboard(
         )
         .where(s.tenant == principal.tenant, *([s.preset == preset] if preset is not None else []))
         .group_by(s.player_id)
-        .order_by(desc("value"), s.player_id)
+        .order_by(desc("value"), s.player_id.collate("C"))  # ties: byte order on every server
         .limit(limit)
     )
     (rows,) = read_rows(container.pool, stmt)

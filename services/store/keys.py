@@ -91,10 +91,10 @@ class KeyStore:
 
     def list_keys(self, tenant: str | None = None, include_revoked: bool = False) -> list[KeyInfo]:
         """The keys (of ``tenant`` if given; revoked ones only with ``include_revoked``), by tenant
-        then creation."""
+        (the bytes of its name, on every server) then creation."""
         c = api_keys.c
         stmt = sa.select(c.key_id, c.tenant, c.role, c.created_at, c.revoked_at).order_by(
-            c.tenant, c.created_at, c.key_id
+            c.tenant.collate("C"), c.created_at, c.key_id.collate("C")
         )
         if tenant is not None:
             stmt = stmt.where(c.tenant == tenant)

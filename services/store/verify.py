@@ -1,6 +1,7 @@
 """``kwx verify``: recompute the hash chain of every table (definition in ``chain.py``) and report
 the first broken link of each: a missing version, a hash mismatch, a head that disagrees with its
-chain, or events whose head row is gone."""
+chain, or events whose head row is gone. Tables are checked in the byte order of their ids
+(``COLLATE "C"``), so every server reports the same link first whatever its collation."""
 
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ def verify(pool: ConnectionPool, table_id: str | None = None) -> tuple[int, int,
     problems: list[BrokenLink] = []
     tables = checked = 0
     with pool.connection() as conn:
-        head_stmt = sa.select(heads.c.table_id, heads.c.version, heads.c.last_hash).order_by(heads.c.table_id)
+        head_stmt = sa.select(heads.c.table_id, heads.c.version, heads.c.last_hash).order_by(
+            heads.c.table_id.collate("C")
+        )
         if table_id is not None:
             head_stmt = head_stmt.where(heads.c.table_id == table_id)
         for tid, head_version, last_hash in fetch(conn, head_stmt):
@@ -46,7 +49,7 @@ def verify(pool: ConnectionPool, table_id: str | None = None) -> tuple[int, int,
         )
         if table_id is not None:
             orphans = orphans.where(ev.c.table_id == table_id)
-        for tid, first in fetch(conn, orphans.order_by(ev.c.table_id)):
+        for tid, first in fetch(conn, orphans.order_by(ev.c.table_id.collate("C"))):
             tables += 1
             problems.append(BrokenLink(tid, first, "events without a table head row"))
     return tables, checked, problems
