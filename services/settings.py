@@ -42,6 +42,7 @@ class Settings:
     pool_size: int = 4
     max_body_bytes: int = 1 << 20
     body_timeout: float = 30.0
+    header_timeout: float = 10.0  # a request's headers, and a new connection's first bytes
     max_batch: int = 1000
     snapshot_every: int = 50
     log_level: str = "info"
@@ -56,6 +57,8 @@ class Settings:
             raise ValueError(f"KWX_WORKERS={self.workers}: expected at least 1")
         if not self.body_timeout > 0:  # (NaN too)
             raise ValueError(f"KWX_BODY_TIMEOUT={self.body_timeout}: expected seconds, more than 0")
+        if not self.header_timeout > 0:  # (NaN too)
+            raise ValueError(f"KWX_HEADER_TIMEOUT={self.header_timeout}: expected seconds, more than 0")
         if self.shutdown_grace < 1:
             raise ValueError(f"KWX_SHUTDOWN_GRACE={self.shutdown_grace}: expected whole seconds, at least 1")
         if not self.projector_watchdog >= 0:  # (NaN too)
@@ -90,6 +93,7 @@ class Settings:
             pool_size=int(env.get("KWX_POOL_SIZE") or 4),
             max_body_bytes=int(env.get("KWX_MAX_BODY_BYTES") or (1 << 20)),
             body_timeout=float(env.get("KWX_BODY_TIMEOUT") or 30),
+            header_timeout=float(env.get("KWX_HEADER_TIMEOUT") or 10),
             max_batch=int(env.get("KWX_MAX_BATCH") or 1000),
             snapshot_every=int(env.get("KWX_SNAPSHOT_EVERY") or 50),
             log_level=(env.get("KWX_LOG_LEVEL") or "info").lower(),

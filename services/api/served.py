@@ -48,6 +48,9 @@ def create_served_app() -> ASGIApp:
     if not settings.database_url:
         raise RuntimeError("a kwx serve worker needs DATABASE_URL (kwx serve --workers sets it)")
     _die_with_parent()
+    from services.api.deadline import HeaderDeadline
+
+    HeaderDeadline.header_timeout = settings.header_timeout  # this worker's connections
     app = create_app(settings)
     inner = app.router.lifespan_context  # create_app's lifespan merged with the routers' (read.py)
 

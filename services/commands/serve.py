@@ -19,7 +19,10 @@ import contextlib
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from services.settings import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             app = guard(create_app(settings, container))
             heap.settle()  # imports, the app, the pool: never traversed by the collector again
             uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_level="warning",
-                        timeout_graceful_shutdown=grace)  # fmt: skip
+                        timeout_graceful_shutdown=grace, http=_http_protocol(settings))  # fmt: skip
         else:
             # The workers join the database this process resolved (for the embedded server: its
             # socket; this process's handle keeps the server up until the workers are gone) and
@@ -94,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
             container.close()
             config = uvicorn.Config("services.api.served:create_served_app", factory=True, workers=workers,
                                     host=args.host, port=args.port, access_log=False, log_level="warning",
-                                    timeout_graceful_shutdown=grace)  # fmt: skip
+                                    timeout_graceful_shutdown=grace,
+                                    http=_http_protocol(settings))  # fmt: skip
             failed = _supervise(config)
             if failed:
                 pids = ", ".join(map(str, failed))
@@ -106,6 +110,15 @@ def run(args: argparse.Namespace) -> int:
             child.stop()
         container.close()
     return 0
+
+
+def _http_protocol(settings: Settings) -> Any:
+    """uvicorn's httptools protocol with the headers' deadline (services/api/deadline.py), set to
+    ``KWX_HEADER_TIMEOUT`` here and, for ``--workers N``, again in each worker (served.py)."""
+    from services.api.deadline import HeaderDeadline
+
+    HeaderDeadline.header_timeout = settings.header_timeout
+    return HeaderDeadline
 
 
 def _supervise(config: Any) -> list[int]:

@@ -149,8 +149,10 @@ def start_serve(pg_cluster: Any, *, workers: int = 2, projector: str = "on", **e
 
 @pytest.fixture(scope="module")
 def served(pg_cluster: Any) -> Iterator[Served]:
-    """`kwx serve --workers 2`, the projector child on, shared by the scenarios that keep it up."""
-    s = start_serve(pg_cluster)
+    """`kwx serve --workers 2`, the projector child on, shared by the scenarios that keep it up. The
+    headers' deadline is long here: the slow clients below trickle their headers for as long as the
+    others take (test_header_deadline.py tests the deadline)."""
+    s = start_serve(pg_cluster, KWX_HEADER_TIMEOUT="600")
     try:
         yield s
     finally:
