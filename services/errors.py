@@ -59,7 +59,8 @@ class IdConflict(ServiceError):
 
 
 class RequestTimeout(ServiceError):
-    """The body did not arrive in time (``KWX_BODY_TIMEOUT``): a slow or stalled client."""
+    """The body (``KWX_BODY_TIMEOUT``) or the headers (``KWX_HEADER_TIMEOUT``) did not arrive in
+    time: a slow or stalled client."""
 
     status, code = 408, "request_timeout"
 

@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from services.errors import RequestTimeout
 from services.logs import get_logger
 
 log = get_logger("kwx.http")
@@ -79,12 +80,11 @@ class HeaderDeadline(HttpToolsProtocol):
         log.warning("request_headers_timeout", client=client, timeout_seconds=self.header_timeout,
                     answered=self._begun)  # fmt: skip
         if self._begun:
-            seconds = f"{self.header_timeout:g}"
-            body = msgspec.json.encode({
-                "error": "request_timeout",
-                "message": f"the request's headers did not arrive within {seconds} s (KWX_HEADER_TIMEOUT)",
-                "timeout_seconds": self.header_timeout,
-            })  # fmt: skip
+            error = RequestTimeout(  # the body's 408 (services/api/tables.py, read_body), for headers
+                f"the request's headers did not arrive within {self.header_timeout:g} s (KWX_HEADER_TIMEOUT)",
+                timeout_seconds=self.header_timeout,
+            )
+            body = msgspec.json.encode(error.body())
             self.transport.write(
                 b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
                 b"connection: close\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
