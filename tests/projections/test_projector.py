@@ -234,7 +234,7 @@ def test_new_events_reach_the_projections_in_the_background(
     table_id = "bg-" + uuid.uuid4().hex[:12]
     events = simulated(4242, 1)
     append(client, platform, table_id, events)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a bound, not an expectation: a busy machine may take a while
     rows: list[Any] = []
     while time.monotonic() < deadline and not rows:
         rows = q(container, "SELECT ordinal FROM proj_hand_settlements WHERE table_id = %s", table_id)

@@ -742,10 +742,13 @@ def test_a_read_whose_session_dies_mid_query_is_read_once_more(database_url: str
 
     def slow_read(conn: psycopg.Connection[Any]) -> int:
         calls.append(conn.info.backend_pid)
-        if len(calls) == 1:  # the first try: its backend is ended while it sleeps
-            killer = threading.Timer(0.3, _terminate, (database_url, calls[0]))
+        if len(calls) == 1:  # the first try: its backend is ended while it sleeps (seen asleep)
+            killer = threading.Thread(target=_terminate_when_asleep, args=(database_url, calls[0]))
             killer.start()
-        row = conn.execute("SELECT 7 FROM pg_sleep(1)").fetchone()
+            sleep = "SELECT 7 FROM pg_sleep(120)"  # ended by the killer long before; no race with it
+        else:
+            sleep = "SELECT 7"
+        row = conn.execute(sleep).fetchone()
         assert row is not None
         return int(row[0])
 
@@ -775,6 +778,19 @@ def test_a_read_whose_session_dies_mid_query_is_read_once_more(database_url: str
 
 def _terminate(url: str, pid: int) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def _terminate_when_asleep(url: str, pid: int) -> None:
+    """End backend ``pid`` once it is seen running ``pg_sleep`` (a condition, not a delay)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        def asleep() -> bool:
+            row = conn.execute(
+                "SELECT query FROM pg_stat_activity WHERE pid = %s AND state = 'active'", (pid,)
+            ).fetchone()
+            return row is not None and "pg_sleep" in row[0]
+
+        wait_for(asleep, 60, f"backend {pid} never ran its pg_sleep")
         conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
 

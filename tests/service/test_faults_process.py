@@ -413,7 +413,13 @@ def test_the_projector_killed_mid_ingest_restarts_and_the_read_models_end_exactl
     assert not tally.failures and 500 not in tally.statuses, (tally.failures, tally.statuses)
     assert_stored_exactly(served.url, tables)
 
-    exits = served.log_events("projector_process_exited")[restarts_before:]
+    # The supervisor's lines reach the log file when its stdout is flushed, which may be after the
+    # new child is already running: wait until both exits are written, not for a moment.
+    def both_exits() -> list[dict[str, Any]] | None:
+        found = served.log_events("projector_process_exited")[restarts_before:]
+        return found if len(found) >= 2 else None
+
+    exits = wait_for(both_exits, 60, f"two projector_process_exited lines: {served.log()[-2000:]}")
     assert [e["code"] for e in exits] == [-9, -9], exits
     pauses = [e["restart_in"] for e in exits]
     assert pauses[1] > pauses[0], pauses  # back-off

@@ -33,10 +33,10 @@ def drain(store: EventStore, after: tuple[int, int]) -> tuple[list[Any], tuple[i
 
 
 def drain_until(store: EventStore, after: tuple[int, int], n: int) -> tuple[list[Any], tuple[int, int]]:
-    """Like drain, waiting (up to 10 s) for ``n`` events: on a shared server another session's
+    """Like drain, waiting (up to 60 s) for ``n`` events: on a shared server another session's
     transaction may hold the snapshot's xmin back for a moment."""
     seen: list[Any] = []
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while len(seen) < n and time.monotonic() < deadline:
         batch, after = drain(store, after)
         seen.extend(batch)

@@ -121,12 +121,12 @@ def test_headers_that_trickle_past_the_deadline_get_a_408_and_others_are_served(
 def test_headers_in_time_and_the_next_request_on_the_connection_are_served(server: tuple[int, Path]) -> None:
     port, _ = server
     with _connect(port) as s:
-        for piece in (HEALTH[:10], HEALTH[10:25], HEALTH[25:]):  # 0.6 s in all: inside the deadline
+        for piece in (HEALTH[:10], HEALTH[10:25], HEALTH[25:]):  # 0.2 s in all: well inside the deadline
             s.sendall(piece)
-            time.sleep(0.3)
+            time.sleep(0.1)
         assert _response(s)[0] == 200
-        for _ in range(3):  # each pause shorter than the deadline, which starts again per request
-            time.sleep(DEADLINE * 0.6)
+        for _ in range(3):  # each pause well inside the deadline, which starts again per request
+            time.sleep(DEADLINE * 0.4)
             s.sendall(HEALTH)
             status, body = _response(s)
             assert status == 200, body

@@ -258,7 +258,7 @@ def test_kwx_serve_with_two_workers_serves_appends_and_stops_on_sigterm(pg_clust
         except subprocess.TimeoutExpired:
             serve.kill()
             raise
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a bound for a busy machine, not an expectation
         while any(alive(p) for p in family) and time.monotonic() < deadline:
             time.sleep(0.1)
         left = [p for p in family if alive(p)]
