@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench openapi clean install
+.PHONY: run test test-under-load lint bench openapi clean install
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ run: $(STAMP) $(COMPILED)
 
 test: $(STAMP) $(COMPILED)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The suite RUNS times in a row beside BUSY CPU-bound processes (issue 11 §6; tests/under_load.py).
+RUNS ?= 10
+BUSY ?= 2
+test-under-load: $(STAMP) $(COMPILED)
+	$(BIN)/python -m tests.under_load --runs $(RUNS) --busy $(BUSY) -- $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check domain services projections tests
