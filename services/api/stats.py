@@ -277,8 +277,8 @@ def discrepancy_feed(
     ] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Response:
-    """The tenant's feed in the order kwx learned the entries: ``seq`` 1, 2, … counts this tenant's
-    discrepancies only; ``caught_up``: every event of the tenant stored so far is in the feed."""
+    """The tenant's feed in the order kwx learned the entries: `seq` 1, 2, … counts this tenant's
+    discrepancies only; `caught_up`: every event of the tenant stored so far is in the feed."""
     require_role(principal, "support", "platform")
     d = discrepancies.c
     # caught_up first: the page read after it holds at least what it counted as in the feed
