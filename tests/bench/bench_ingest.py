@@ -74,7 +74,8 @@ PLAIN = (
 SHAPED = (
     "CREATE TABLE {name} (position bigint GENERATED ALWAYS AS IDENTITY, "
     "tenant text NOT NULL DEFAULT 'bench', table_id text NOT NULL, version bigint NOT NULL, "
-    "event_id text NOT NULL, type text NOT NULL, body jsonb NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now(), "
+    "event_id text NOT NULL, type text NOT NULL, body jsonb NOT NULL, "
+    "recorded_at timestamptz NOT NULL DEFAULT now(), "
     "tx_id xid8 NOT NULL DEFAULT pg_current_xact_id(), ruling jsonb, hash bytea, "
     "PRIMARY KEY (tenant, table_id, version), UNIQUE (tenant, table_id, event_id));"
     "CREATE INDEX ON {name} (tx_id, position)"
