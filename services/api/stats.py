@@ -86,7 +86,7 @@ def with_ratios(c: dict[str, int]) -> dict[str, Any]:
 # Whether the feed holds every event of the tenant stored so far: none of the tenant's events is
 # after the discrepancies model's checkpoint in the log's order (a model that never ran: all are).
 # A scan of the log's tail after the checkpoint (the (tx_id, position) index), as long as the lag.
-_FEED_PENDING = (
+FEED_PENDING = (
     "SELECT EXISTS (SELECT 1 FROM events e, "
     "(SELECT coalesce(max(c.tx_id), 0) AS tx, coalesce(max(c.position), 0) AS pos "
     "FROM projection_checkpoints c WHERE c.name = 'discrepancies') cp "
@@ -284,7 +284,7 @@ def discrepancy_feed(
     # caught_up first: the page read after it holds at least what it counted as in the feed
     pending, rows = read_rows(
         container.pool,
-        text(_FEED_PENDING).bindparams(tenant=principal.tenant),
+        text(FEED_PENDING).bindparams(tenant=principal.tenant),
         select(d.feed_seq, d.table_id, d.hand, d.reported_event, d.lines, d.net_computed, d.net_reported)
         .where(d.tenant == principal.tenant, d.feed_seq > after)
         .order_by(d.feed_seq)
