@@ -90,7 +90,9 @@ def upgrade() -> None:
     """)
     op.execute("ALTER TABLE proj_discrepancies ALTER COLUMN feed_seq SET NOT NULL")
     op.execute("DROP INDEX proj_discrepancies_feed")
-    op.execute("CREATE UNIQUE INDEX proj_discrepancies_feed ON proj_discrepancies (tenant, feed_seq)")
+    # not UNIQUE: a unique index must hold the distribution column (issue 14); the projector numbers
+    # them one batch at a time, under its lock
+    op.execute("CREATE INDEX proj_discrepancies_feed ON proj_discrepancies (tenant, feed_seq)")
     op.execute("ALTER TABLE proj_table_snapshots ADD COLUMN tenant text")
     op.execute(
         "UPDATE proj_table_snapshots s SET tenant = h.tenant FROM table_heads h WHERE h.table_id = s.table_id"
