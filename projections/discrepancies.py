@@ -105,8 +105,14 @@ def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
     _INSERT.execute(conn, batch)
 
 
+# feed_seq: 1, 2, … per tenant in the order the projector applies them (its batches run one at a
+# time, under its lock): the tenant's last one plus the row's place among the tenant's in the batch.
 _INSERT = MultiRowInsert(
     discrepancies,
-    [c.name for c in discrepancies.columns],
-    "ON CONFLICT (table_id, reported_event) DO NOTHING",
+    [c.name for c in discrepancies.columns if c.name != "feed_seq"],
+    "ON CONFLICT (tenant, table_id, reported_event) DO NOTHING",
+    computed={
+        "feed_seq": f"coalesce((SELECT max(d.feed_seq) FROM {discrepancies.name} d "
+        "WHERE d.tenant = r.tenant), 0) + row_number() OVER (PARTITION BY r.tenant ORDER BY r.n)"
+    },
 )

@@ -52,5 +52,5 @@ def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
 _INSERT = MultiRowInsert(
     hand_settlements,
     [c.name for c in hand_settlements.columns],
-    "ON CONFLICT (table_id, ordinal) DO NOTHING",
+    "ON CONFLICT (tenant, table_id, ordinal) DO NOTHING",
 )

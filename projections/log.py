@@ -19,18 +19,19 @@ from typing import Any
 
 import psycopg
 
-LogRow = tuple[str, int, int, int, str, "str | None"]
-"""One event of the log: ``(table_id, version, position, tx_id, body, ruling)`` — ``body`` the event
-as JSON text (jsonb output), ``ruling`` its stored ruling as JSON text (a recorded violation) or
-None. Plain tuples as psycopg gives them: the projector unpacks them in its loop (a NamedTuple's
-``_make`` per row and attribute reads cost ≈ 0.6 µs per event)."""
+LogRow = tuple[str, int, int, int, str, "str | None", str]
+"""One event of the log: ``(table_id, version, position, tx_id, body, ruling, tenant)`` — ``body``
+the event as JSON text (jsonb output), ``ruling`` its stored ruling as JSON text (a recorded
+violation) or None; a table is (tenant, table_id). Plain tuples as psycopg gives them: the
+projector unpacks them in its loop (a NamedTuple's ``_make`` per row and attribute reads cost
+≈ 0.6 µs per event)."""
 
 
 # ORDER BY names the table's columns: an output column named ``tx_id`` would win over the column
 # (and sort by the converted value, e.g. xids as text: "1000" < "764").
 READ_PAGE = (
     "SELECT e.table_id, e.version, e.position, e.tx_id::text::int8 AS tx_int, e.body::text AS body_text, "
-    "e.ruling::text AS ruling_text "
+    "e.ruling::text AS ruling_text, e.tenant "
     "FROM events e "
     "WHERE (e.tx_id, e.position) > (%s::text::xid8, %s) "
     "AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot()) "

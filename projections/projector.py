@@ -11,8 +11,9 @@
   calling :meth:`Projector.catch_up` while the background one runs) serialise on the lock and
   never apply an event twice.
 * **Per-table state**: settlements, 漏胡 and snapshots come from the engine, so the projector
-  folds each table incrementally, keeping its :class:`~projections.derive.TableCtx` in a bounded
-  LRU; a table whose cached state is not exactly one event behind is refolded from its events.
+  folds each table — (tenant, table_id), as every log row says — incrementally, keeping its
+  :class:`~projections.derive.TableCtx` in a bounded LRU; a table whose cached state is not
+  exactly one event behind is refolded from its events.
 * **Within a second**: the background :class:`ProjectorRunner` LISTENs on ``kwx_events`` (a
   statement-level trigger on ``events`` NOTIFYs at each append's commit) and also polls every
   ``poll_seconds`` as a safety net. Why not inline in the append: projection work would add to
@@ -38,7 +39,7 @@ from sqlalchemy.dialects.postgresql import insert
 
 from projections import registry
 from projections.derive import TableCtx, Unreadable, advance_row, new_ctx
-from projections.log import LogRow, read_page
+from projections.log import read_page
 from projections.model import Fact
 from projections.schema import OWNED, checkpoints
 from projections.sql import Connection, execute_many
@@ -62,9 +63,9 @@ class EventSource(Protocol):
     """What the projector needs from the event store (services.store.events.EventStore); the log
     itself it reads with :func:`projections.log.read_page`, inside its batch transaction."""
 
-    def read_table(self, table_id: str, after: int = 0, limit: int = 100) -> Sequence[StoredEventLike]: ...
-
-    def head(self, table_id: str) -> Any: ...
+    def read_table(
+        self, tenant: str, table_id: str, after: int = 0, limit: int = 100
+    ) -> Sequence[StoredEventLike]: ...
 
 
 Checkpoint = tuple[int, int]
@@ -91,35 +92,31 @@ class Projector:
         self.names = tuple(names)
         self.batch_size = batch_size
         self.cache_size = cache_size
-        self._tables: OrderedDict[str, TableCtx] = OrderedDict()
+        self._tables: OrderedDict[tuple[str, str], TableCtx] = OrderedDict()  # (tenant, table_id)
         self._lock = threading.Lock()
-        self._tenants: dict[str, str] = {}  # prefetched for tables new to this batch
         self.refolds = 0
         self.applied = 0
 
     # ------------------------------------------------------------------ per-table state
-    def _ctx(self, table_id: str, version: int) -> TableCtx:
+    def _ctx(self, tenant: str, table_id: str, version: int) -> TableCtx:
         """The table's context after ``version − 1`` events (cached, else refolded)."""
-        ctx = self._tables.get(table_id)
+        key = (tenant, table_id)
+        ctx = self._tables.get(key)
         if ctx is not None and ctx.version == version - 1:
-            self._tables.move_to_end(table_id)
+            self._tables.move_to_end(key)
             return ctx
-        ctx = self._refold(table_id, version - 1)
-        self._tables[table_id] = ctx
+        ctx = self._refold(tenant, table_id, version - 1)
+        self._tables[key] = ctx
         while len(self._tables) > self.cache_size:
             self._tables.popitem(last=False)
         return ctx
 
-    def _refold(self, table_id: str, upto: int) -> TableCtx:
+    def _refold(self, tenant: str, table_id: str, upto: int) -> TableCtx:
         self.refolds += 1
-        tenant = self._tenants.pop(table_id, None)
-        if tenant is None:
-            head = self.source.head(table_id)
-            tenant = getattr(head, "tenant", "") if head is not None else ""
         ctx = new_ctx(self.engine, table_id, tenant)
         after = 0
         while after < upto:
-            page = self.source.read_table(table_id, after=after, limit=min(1000, upto - after))
+            page = self.source.read_table(tenant, table_id, after=after, limit=min(1000, upto - after))
             if not page:
                 break
             for ev in page:
@@ -128,17 +125,6 @@ class Projector:
                 self._advance(ctx, ev)
                 after = ev.version
         return ctx
-
-    def _prefetch_tenants(self, conn: Connection, events: Sequence[LogRow]) -> None:
-        """One query for the tenants of every table this batch meets without a cached context."""
-        tables = self._tables
-        missing = sorted({ev[0] for ev in events if ev[0] not in tables})
-        self._tenants.clear()
-        if missing:
-            found = conn.execute(
-                "SELECT table_id, tenant FROM table_heads WHERE table_id = ANY(%s)", (missing,)
-            )
-            self._tenants.update({tid: tenant for tid, tenant in found.fetchall()})
 
     def _advance(self, ctx: TableCtx, ev: StoredEventLike) -> list[Fact]:
         """``derive.advance`` with the event's stored ruling; an unreadable event is skipped."""
@@ -185,7 +171,6 @@ class Projector:
             events = read_page(conn, start, self.batch_size)
             if not events:
                 return 0
-            self._prefetch_tenants(conn, events)
             rows: dict[str, list[Any]] = {n: [] for n in names}
             modules = [(n, registry.BY_NAME[n], rows[n], cps[n]) for n in names]
             # Every event read is after ``start``; a model whose checkpoint is further on (a
@@ -193,18 +178,24 @@ class Projector:
             counts = {
                 n: len(events)
                 if cps[n] == start
-                else sum((tx, pos) > cps[n] for _, _, pos, tx, _, _ in events)
+                else sum((tx, pos) > cps[n] for _, _, pos, tx, _, _, _ in events)
                 for n in names
             }
             current: str | None = None
+            current_tenant: str | None = None
             ctx: TableCtx | None = None
             engine = self.engine
-            for table_id, version, position, tx_id, body, ruling in events:
+            for table_id, version, position, tx_id, body, ruling, tenant in events:
                 # Consecutive events of one table (an append's) reuse its context: _ctx would
                 # return the same one, already last in the LRU.
-                if table_id != current or ctx is None or ctx.version != version - 1:
-                    current = table_id
-                    ctx = self._ctx(table_id, version)
+                if (
+                    table_id != current
+                    or tenant != current_tenant
+                    or ctx is None
+                    or ctx.version != version - 1
+                ):
+                    current, current_tenant = table_id, tenant
+                    ctx = self._ctx(tenant, table_id, version)
                 try:  # (Projector._advance inlined: a call per event)
                     facts = advance_row(engine, ctx, body, ruling, version, position, tx_id)
                 except Unreadable as exc:

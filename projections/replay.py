@@ -12,10 +12,10 @@ from projections.schema import snapshots
 from projections.sql import Connection, fetch
 
 
-def latest_snapshot(conn: Connection, table_id: str, at: int) -> tuple[int, bytes] | None:
+def latest_snapshot(conn: Connection, tenant: str, table_id: str, at: int) -> tuple[int, bytes] | None:
     stmt = (
         select(snapshots.c.version, snapshots.c.state)
-        .where(snapshots.c.table_id == table_id, snapshots.c.version <= at)
+        .where(snapshots.c.tenant == tenant, snapshots.c.table_id == table_id, snapshots.c.version <= at)
         .order_by(snapshots.c.version.desc())
         .limit(1)
     )
@@ -23,11 +23,14 @@ def latest_snapshot(conn: Connection, table_id: str, at: int) -> tuple[int, byte
     return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
 
 
-def state_at(conn: Connection, source: Any, engine: Any, table_id: str, at: int) -> tuple[Any, int]:
-    """(state after event ``at``, the version the fold started from: 0 or a snapshot's)."""
+def state_at(
+    conn: Connection, source: Any, engine: Any, tenant: str, table_id: str, at: int
+) -> tuple[Any, int]:
+    """(state after event ``at`` of the tenant's table, the version the fold started from: 0 or a
+    snapshot's)."""
     state = engine.initial()
     start = 0
-    snap = latest_snapshot(conn, table_id, at)
+    snap = latest_snapshot(conn, tenant, table_id, at)
     if snap is not None:
         try:
             state = engine.decode_state(snap[1])
@@ -36,7 +39,7 @@ def state_at(conn: Connection, source: Any, engine: Any, table_id: str, at: int)
             state, start = engine.initial(), 0
     after = start
     while after < at:
-        page = source.read_table(table_id, after=after, limit=min(1000, at - after))
+        page = source.read_table(tenant, table_id, after=after, limit=min(1000, at - after))
         if not page:
             break
         for ev in page:

@@ -1,8 +1,9 @@
 """The read-model tables (SQLAlchemy Core), one group per projection, plus the checkpoints.
 
-The DDL itself is written by hand in ``migrations/versions/0002_projections.py``; these Table
-objects describe the same tables for the writers and the read endpoints (a test checks that the
-migrated database has every column named here).
+The DDL itself is written by hand in ``migrations/versions/0003_projections.py`` (keys:
+``0006_tenant_scoped.py``); these Table objects describe the same tables for the writers and the
+read endpoints (a test checks that the migrated database has every column named here). A table is
+(tenant, table_id): every per-table model's key starts with both.
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ checkpoints = Table(
 hand_settlements = Table(
     "proj_hand_settlements",
     metadata,
+    Column("tenant", Text, primary_key=True),
     Column("table_id", String(64), primary_key=True),
     Column("ordinal", Integer, primary_key=True),  # 1, 2, … settlements of the table in order
     Column("hand", Integer, nullable=False),
-    Column("tenant", Text, nullable=False),
     Column("preset", Text, nullable=False),
     Column("end_kind", String(16), nullable=False),  # hu / exhausted / aborted
     Column("dealer", Integer, nullable=False),
@@ -137,21 +138,24 @@ player_patterns = Table(
 discrepancies = Table(
     "proj_discrepancies",
     metadata,
+    Column("tenant", Text, primary_key=True),
     Column("table_id", String(64), primary_key=True),
     Column("reported_event", Integer, primary_key=True),  # version of the settlement_reported
     Column("hand", Integer, nullable=False),
-    Column("tenant", Text, nullable=False),
-    Column("position", BigInteger, nullable=False),
+    Column("position", BigInteger, nullable=False),  # global: internal, never on the wire
     Column("lines", JSONB, nullable=False),  # [{from, to, computed, reported, difference}]
     Column("net_computed", JSONB, nullable=False),
     Column("net_reported", JSONB, nullable=False),
     Column("reported", JSONB, nullable=False),
     Column("computed", JSONB, nullable=True),  # the §2 transfers, or null when not settled
+    # 1, 2, … per tenant, in the order the feed learned them: the feed's cursor (no global count)
+    Column("feed_seq", BigInteger, nullable=False),
 )
 
 snapshots = Table(
     "proj_table_snapshots",
     metadata,
+    Column("tenant", Text, primary_key=True),
     Column("table_id", String(64), primary_key=True),
     Column("version", Integer, primary_key=True),  # the state after this event
     Column("hand", Integer, nullable=False),

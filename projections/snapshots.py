@@ -21,8 +21,9 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
     if not isinstance(fact, SnapshotTaken):
         return []
     return [
-        {"table_id": fact.info.table_id, "version": fact.at.version, "hand": fact.hand, "state": fact.state}
-    ]
+        {"tenant": fact.info.tenant, "table_id": fact.info.table_id, "version": fact.at.version,
+         "hand": fact.hand, "state": fact.state}
+    ]  # fmt: skip
 
 
 def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
@@ -30,5 +31,7 @@ def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
 
 
 _INSERT = MultiRowInsert(
-    snapshots, ["table_id", "version", "hand", "state"], "ON CONFLICT (table_id, version) DO NOTHING"
+    snapshots,
+    ["tenant", "table_id", "version", "hand", "state"],
+    "ON CONFLICT (tenant, table_id, version) DO NOTHING",
 )

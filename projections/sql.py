@@ -91,19 +91,26 @@ class MultiRowInsert:
     None (SQL NULL), dict/list/Struct for JSONB columns, bytes for bytea. They go in in the order
     given (``json_to_recordset`` yields the array in order, so a serial column numbers them in that
     order). ``tail``: e.g. an ``ON CONFLICT`` clause; a ``DO UPDATE`` must not meet the same key
-    twice in one call (PostgreSQL refuses), a ``DO NOTHING`` keeps the first."""
+    twice in one call (PostgreSQL refuses), a ``DO NOTHING`` keeps the first.
 
-    def __init__(self, table: Table, keys: Sequence[str], tail: str = "") -> None:
+    ``computed``: more columns, each with the SQL expression of its value, which may use the row's
+    columns (``r."key"``) and ``r.n``, the row's place in the call (1, 2, …)."""
+
+    def __init__(
+        self, table: Table, keys: Sequence[str], tail: str = "", computed: Mapping[str, str] | None = None
+    ) -> None:
         self.table = table
         self.keys = tuple(keys)
         types = [_record_type(table, k) for k in self.keys]
-        cols = ", ".join(f'"{k}"' for k in self.keys)
+        extra = dict(computed or {})
+        cols = ", ".join(f'"{k}"' for k in (*self.keys, *extra))
         record = ", ".join(f'"{k}" {t}' for k, (t, _) in zip(self.keys, types, strict=True))
-        select = ", ".join(expr for _, expr in types)
-        self.text = (
-            f"INSERT INTO {table.name} ({cols}) SELECT {select} "
-            f"FROM json_to_recordset(%s::json) AS r({record})"
-        )
+        select = ", ".join([expr for _, expr in types] + list(extra.values()))
+        source = f"json_to_recordset(%s::json) AS r({record})"
+        if extra:
+            names = ", ".join(f'"{k}"' for k in self.keys)
+            source = f"ROWS FROM (json_to_recordset(%s::json) AS ({record})) WITH ORDINALITY AS r({names}, n)"
+        self.text = f"INSERT INTO {table.name} ({cols}) SELECT {select} FROM {source}"
         if tail:
             self.text += " " + tail
 

@@ -4,6 +4,8 @@ its derivation (and what it would pay under other house rules), and the audit of
 Roles: ``platform`` reads its own tenant's tables (the state as a seat or as the public saw it),
 ``support`` reads everything of its tenant (the full state with every hand, the audit);
 ``dashboard`` reads none of this (stats, ledgers and the leaderboard only: services/api/stats.py).
+A table is (tenant, table_id): another tenant's table of the same id is exactly as absent as one
+that never existed (the same 404; issue 11 §4), and no answer carries the global log's ``position``.
 
 The projector (projections/projector.py) runs in the background for the life of the app: this
 router's lifespan starts it after the app's own lifespan has built the container, and stops it.
@@ -26,7 +28,7 @@ from services.api import schemas
 from services.api.deps import PRESET_ENUM, TableId, check_table_id, get_container, get_principal, require_role
 from services.bootstrap import Container
 from services.db import reading
-from services.errors import Forbidden, Malformed, NotFound
+from services.errors import Malformed, NotFound
 from services.logs import get_logger
 from services.store.keys import Principal
 
@@ -80,16 +82,18 @@ def _json(body: Any) -> Response:
     return Response(_encoder.encode(body), media_type="application/json")
 
 
-def _table(container: Container, principal: Principal, table_id: str, *roles: str) -> Any:
+def table_of(container: Container, principal: Principal, table_id: str, *roles: str) -> Any:
+    """The head of the key's tenant's table ``table_id``, after the id and the role are checked; a
+    table of another tenant is not looked at (``store.head`` keys by (tenant, table_id)), so it is
+    the same 404 as a table that never existed."""
     check_table_id(table_id)
     structlog.contextvars.bind_contextvars(table_id=table_id)
     require_role(principal, *roles)
-    head = container.store.head(table_id)
+    head = container.store.head(principal.tenant, table_id)
     if head is None or head.version == 0:
         raise NotFound(f"no table {table_id!r}")
-    if head.tenant != principal.tenant:
-        raise Forbidden("this table belongs to another tenant")
     return head
+
 
 
 def _engine_module(container: Container) -> Any:
@@ -98,14 +102,14 @@ def _engine_module(container: Container) -> Any:
     return engine
 
 
-def _events(container: Container, table_id: str, upto: int) -> list[Any]:
+def _events(container: Container, tenant: str, table_id: str, upto: int) -> list[Any]:
     """(version, decoded event, ruling JSON) of events 1..upto."""
     from domain.events import decode
 
     out: list[Any] = []
     after = 0
     while after < upto:
-        page = container.store.read_table(table_id, after, min(1000, upto - after))
+        page = container.store.read_table(tenant, table_id, after, min(1000, upto - after))
         if not page:
             break
         for r in page:
@@ -116,7 +120,7 @@ def _events(container: Container, table_id: str, upto: int) -> list[Any]:
 
 
 # ------------------------------------------------------------------------------- NDJSON export
-def ndjson_events(container: Container, table_id: str, after: int = 0) -> StreamingResponse:
+def ndjson_events(container: Container, tenant: str, table_id: str, after: int = 0) -> StreamingResponse:
     """Every event of the table after version ``after`` as JSON lines (``Accept:
     application/x-ndjson`` on ``GET /v1/tables/{id}/events``), read in pages of 1000 while it
     streams, so a long table never sits in memory. Each line is one item of the JSON page."""
@@ -124,7 +128,7 @@ def ndjson_events(container: Container, table_id: str, after: int = 0) -> Stream
     def lines() -> Iterator[bytes]:
         last = after
         while True:
-            page = container.store.read_table(table_id, last, 1000)
+            page = container.store.read_table(tenant, table_id, last, 1000)
             if not page:
                 return
             for r in page:
@@ -132,7 +136,6 @@ def ndjson_events(container: Container, table_id: str, after: int = 0) -> Stream
                     _encoder.encode(
                         {
                             "version": r.version,
-                            "position": r.position,
                             "recorded_at": r.recorded_at.isoformat(),
                             "id": r.event_id,
                             "type": r.type,
@@ -158,7 +161,7 @@ def table_state(
 ) -> Response:
     """As seat S saw it (``seat``), else: the full table for support keys, the public view (nobody's
     concealed tiles) for platform keys. Starts from the latest per-hand snapshot ≤ N."""
-    head = _table(container, principal, table_id, "platform", "support")
+    head = table_of(container, principal, table_id, "platform", "support")
     version = head.version if at is None else at
     if version > head.version:
         raise Malformed(f"at={version} is past the table's last event ({head.version})", field="at")
@@ -166,7 +169,8 @@ def table_state(
 
     engine = _engine_module(container)
     state, start = reading(
-        container.pool, lambda conn: replay.state_at(conn, container.store, engine, table_id, version)
+        container.pool,
+        lambda conn: replay.state_at(conn, container.store, engine, principal.tenant, table_id, version),
     )
     if seat is not None:
         body = views.seat_view(state, seat)
@@ -245,10 +249,10 @@ def hand_settlement(
         str | None, Query(description="another preset, e.g. xiangyang", json_schema_extra=PRESET_ENUM)
     ] = None,
 ) -> Response:
-    head = _table(container, principal, table_id, "platform", "support")
+    head = table_of(container, principal, table_id, "platform", "support")
     override = _rules_override(request, rules)
     engine = _engine_module(container)
-    stored = _events(container, table_id, head.version)
+    stored = _events(container, principal.tenant, table_id, head.version)
     events = [e for _, e, _, _ in stored]
     by_version = {v: e for v, e, _, _ in stored}
     state = _fold(engine, events)
@@ -302,12 +306,12 @@ async def table_audit(
 ) -> Response:
     """Support keys only: recorded violations, 漏胡, kong chains, reported-vs-computed settlements,
     wall checks, the hash chain. Messages in Chinese when Accept-Language prefers zh."""
-    head = await run_in_threadpool(_table, container, principal, table_id, "support")
+    head = await run_in_threadpool(table_of, container, principal, table_id, "support")
     from projections import audit
 
     def build() -> dict[str, Any]:
-        stored = _events(container, table_id, head.version)
-        _tables, checked, problems = container.store.verify(table_id)
+        stored = _events(container, principal.tenant, table_id, head.version)
+        _tables, checked, problems = container.store.verify(table_id, tenant=principal.tenant)
         chain = {"ok": not problems, "events_checked": checked,
                  "first_broken": ({"version": problems[0].version, "reason": problems[0].reason}
                                   if problems else None)}  # fmt: skip

@@ -66,8 +66,7 @@ class AppendResponse(BaseModel):
 
 
 class StoredEvent(BaseModel):
-    version: int
-    position: int = Field(description="global position (unique, increasing; not a commit order)")
+    version: int = Field(description="1, 2, … within the table: the order of its events")
     recorded_at: str
     id: str
     type: str
@@ -102,8 +101,9 @@ class Health(BaseModel):
 ERROR_STATUSES: dict[int, str] = {
     400: "bad_request: the body is not JSON, or a bad Content-Length",
     401: "unauthorized: no `Authorization: Bearer KEY`, or an unknown or revoked key",
-    403: "forbidden: the key's role may not do this, or the table belongs to another tenant",
-    404: "not_found: no such table, hand, player or route",
+    403: "forbidden: the key's role may not do this",
+    404: "not_found: no such table (in the key's tenant: another tenant's is the same 404), hand, player "
+    "or route",
     408: "request_timeout: the body did not arrive within KWX_BODY_TIMEOUT seconds",
     409: "version_conflict (with current_version) or id_conflict",
     413: "payload_too_large or batch_too_large",

@@ -7,10 +7,12 @@
   ``house``.
 * ``GET /v1/house/ledger``: the same for the tenant's house account (service fees).
 * ``GET /v1/leaderboard``: players of the tenant by net coins (or another counter).
-* ``GET /v1/discrepancies``: hands whose reported payout differs from the computed one.
+* ``GET /v1/discrepancies``: hands whose reported payout differs from the computed one, paged by
+  the tenant's own feed number (``seq``), with whether the feed holds every event of the tenant.
 
 Roles: ``platform``, ``support`` and ``dashboard`` all read stats, ledgers and the leaderboard of
-their own tenant; the discrepancy feed is for ``support`` and ``platform``.
+their own tenant; the discrepancy feed is for ``support`` and ``platform``. Nothing here counts or
+orders by anything global (issue 11 §4): no log position, no checkpoint, no other tenant's numbers.
 """
 
 from __future__ import annotations
@@ -19,12 +21,11 @@ from typing import Annotated, Any
 
 import msgspec
 from fastapi import APIRouter, Depends, Query, Response
-from sqlalchemy import desc, select
+from sqlalchemy import desc, select, text
 
 from projections.ledger import HOUSE
 from projections.schema import (
     STAT_COUNTERS,
-    checkpoints,
     discrepancies,
     ledger_accounts,
     ledger_entries,
@@ -82,11 +83,15 @@ def with_ratios(c: dict[str, int]) -> dict[str, Any]:
     return out
 
 
-def _lag(container: Container) -> dict[str, Any]:
-    (rows,) = read_rows(
-        container.pool, select(checkpoints.c.name, checkpoints.c.position, checkpoints.c.events)
-    )
-    return {name: {"position": int(pos), "events": int(n)} for name, pos, n in rows}
+# Whether the feed holds every event of the tenant stored so far: none of the tenant's events is
+# after the discrepancies model's checkpoint in the log's order (a model that never ran: all are).
+# A scan of the log's tail after the checkpoint (the (tx_id, position) index), as long as the lag.
+FEED_PENDING = (
+    "SELECT EXISTS (SELECT 1 FROM events e, "
+    "(SELECT coalesce(max(c.tx_id), 0) AS tx, coalesce(max(c.position), 0) AS pos "
+    "FROM projection_checkpoints c WHERE c.name = 'discrepancies') cp "
+    "WHERE (e.tx_id, e.position) > (cp.tx::text::xid8, cp.pos) AND e.tenant = :tenant)"
+)
 
 
 @router.get("/players/{player_id}/stats", operation_id="stats-player_stats", summary="A player's statistics")
@@ -267,24 +272,30 @@ def leaderboard(
 def discrepancy_feed(
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
-    after: Annotated[int, Query(ge=0, le=MAX_BIGINT, description="feed position: entries after this")] = 0,
+    after: Annotated[
+        int, Query(ge=0, le=MAX_BIGINT, description="the tenant's feed number (seq): entries after this")
+    ] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> Response:
+    """The tenant's feed in the order kwx learned the entries: `seq` 1, 2, … counts this tenant's
+    discrepancies only; `caught_up`: every event of the tenant stored so far is in the feed."""
     require_role(principal, "support", "platform")
     d = discrepancies.c
-    (rows,) = read_rows(
+    # caught_up first: the page read after it holds at least what it counted as in the feed
+    pending, rows = read_rows(
         container.pool,
-        select(d.position, d.table_id, d.hand, d.reported_event, d.lines, d.net_computed, d.net_reported)
-        .where(d.tenant == principal.tenant, d.position > after)
-        .order_by(d.position, d.table_id, d.reported_event)
+        text(FEED_PENDING).bindparams(tenant=principal.tenant),
+        select(d.feed_seq, d.table_id, d.hand, d.reported_event, d.lines, d.net_computed, d.net_reported)
+        .where(d.tenant == principal.tenant, d.feed_seq > after)
+        .order_by(d.feed_seq)
         .limit(limit + 1),
     )
     more = len(rows) > limit
     rows = rows[:limit]
     items = [
-        {"position": int(r[0]), "table_id": r[1], "hand": r[2], "reported_event": r[3], "lines": r[4],
+        {"seq": int(r[0]), "table_id": r[1], "hand": r[2], "reported_event": r[3], "lines": r[4],
          "net_computed": r[5], "net_reported": r[6]}
         for r in rows
     ]  # fmt: skip
-    return _json({"discrepancies": items, "next_after": items[-1]["position"] if more else None,
-                  "projections": _lag(container)})  # fmt: skip
+    return _json({"discrepancies": items, "next_after": items[-1]["seq"] if more else None,
+                  "caught_up": not pending[0][0]})  # fmt: skip

@@ -36,9 +36,7 @@ from services.db import connection_lost
 from services.errors import (
     BadRequest,
     BatchTooLarge,
-    Forbidden,
     Malformed,
-    NotFound,
     PayloadTooLarge,
     RequestTimeout,
     UnsupportedMediaType,
@@ -212,7 +210,7 @@ async def append(
             # The connection broke under the statement: stored or not, nobody knows. The store's
             # append finds out on another connection (the same batch again: stored now, or
             # recognised as stored — a replay), and that is the one retry (docs/faults.md).
-            store.cache.drop(table_id)
+            store.cache.drop((tenant, table_id))
             log.warning("append_connection_lost", detail=str(exc)[:200])
             structlog.contextvars.bind_contextvars(retried=True)
             retried = True
@@ -358,19 +356,12 @@ def read_events(
         str | None, Header(description="application/x-ndjson: every event as JSON lines")
     ] = None,
 ) -> Response:
-    check_table_id(table_id)
-    structlog.contextvars.bind_contextvars(table_id=table_id)
-    require_role(principal, "platform", "support")
-    head = container.store.head(table_id)
-    if head is None:
-        raise NotFound(f"no table {table_id!r}")
-    if head.tenant != principal.tenant:
-        raise Forbidden("this table belongs to another tenant")
-    if accept is not None and "application/x-ndjson" in accept:  # bulk export (issue 4): services/api/read.py
-        from services.api.read import ndjson_events
+    from services.api.read import ndjson_events, table_of
 
-        return ndjson_events(container, table_id, after)
-    rows = container.store.read_table(table_id, after, limit + 1)
+    head = table_of(container, principal, table_id, "platform", "support")
+    if accept is not None and "application/x-ndjson" in accept:  # bulk export (issue 4): services/api/read.py
+        return ndjson_events(container, principal.tenant, table_id, after)
+    rows = container.store.read_table(principal.tenant, table_id, after, limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
     page = {
@@ -379,7 +370,6 @@ def read_events(
         "events": [
             {
                 "version": r.version,
-                "position": r.position,
                 "recorded_at": r.recorded_at.isoformat(),
                 "id": r.event_id,
                 "type": r.type,

@@ -1,4 +1,5 @@
-"""kwx verify [--table ID]: recompute every table's hash chain; report the first broken link of each.
+"""kwx verify [--table ID] [--tenant T]: recompute every table's hash chain; report the first broken
+link of each. Table ids are per tenant: ``--table`` alone checks that id in every tenant.
 
 Exit 0 when every chain holds, 1 when one is broken. Output: JSON lines, one per broken table, then a
 summary line.
@@ -11,7 +12,10 @@ import json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--table", default=None, help="only this table")
+    parser.add_argument(
+        "--table", default=None, help="only tables with this id (in every tenant, unless --tenant)"
+    )
+    parser.add_argument("--tenant", default=None, help="only this tenant's tables")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -20,10 +24,12 @@ def run(args: argparse.Namespace) -> int:
 
     container = bootstrap(Settings.from_env())
     try:
-        tables, events, broken = container.store.verify(args.table)
+        tables, events, broken = container.store.verify(args.table, tenant=args.tenant)
     finally:
         container.close()
     for link in broken:
-        print(json.dumps({"table_id": link.table_id, "version": link.version, "broken": link.reason}))
+        line = {"tenant": link.tenant, "table_id": link.table_id, "version": link.version,
+                "broken": link.reason}  # fmt: skip
+        print(json.dumps(line))
     print(json.dumps({"ok": not broken, "tables": tables, "events": events, "broken_tables": len(broken)}))
     return 1 if broken else 0

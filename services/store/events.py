@@ -7,13 +7,16 @@
   without it) the head's snapshot plus the events after it, read without a lock — and store it in
   one autocommit statement that moves the head only if it is still at the tip's version
   (``UPDATE … WHERE version = …``; a new table: ``INSERT … ON CONFLICT DO NOTHING``);
-* **locking** (a version conflict, another tenant's table, an illegal event, a re-send, a guess the
-  database refused): one transaction: lock the head row (``FOR UPDATE``), check the expected
-  version, step every event through the engine from the state at the locked head (the cache if it
-  matches, else the snapshot plus the events after it), ``COPY`` the batch with its hash chain,
-  move the head. Any failure rolls everything back.
+* **locking** (a version conflict, an illegal event, a re-send, a guess the database refused):
+  one transaction: lock the head row (``FOR UPDATE``), check the expected version, step every
+  event through the engine from the state at the locked head (the cache if it matches, else the
+  snapshot plus the events after it), ``COPY`` the batch with its hash chain, move the head.
+  Any failure rolls everything back.
 
 Never a refold of the whole table per request (unless it has no usable snapshot).
+
+A table is ``(tenant, table_id)`` (issue 11 §4): every statement, the cache and the locks key by both,
+so two tenants' tables of the same id are two tables, and another tenant's table is never seen.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from domain.events import Event, canonical_bytes
 from domain.events import decode as decode_event
 from services.db import connection_lost, fetch, read_rows
 from services.engine_adapter import Engine
-from services.errors import Forbidden, IdConflict, IllegalEvent, Malformed, VersionConflict
+from services.errors import IdConflict, IllegalEvent, Malformed, VersionConflict
 from services.store import chain
 from services.store.cache import StateCache, Tip
 from services.store.schema import events as ev
@@ -42,13 +45,13 @@ from services.store.verify import BrokenLink
 
 _json = msgspec.json.Encoder()
 
-_COPY = "COPY events (table_id, version, event_id, type, body, ruling, hash) FROM STDIN"
+_COPY = "COPY events (tenant, table_id, version, event_id, type, body, ruling, hash) FROM STDIN"
 
 
 @dataclass(frozen=True, slots=True)
 class Head:
-    table_id: str
     tenant: str
+    table_id: str
     version: int
     last_hash: bytes
     snapshot_version: int
@@ -79,6 +82,7 @@ class StoredEvent:
     type: str
     body: str  # the event as JSON text (jsonb output)
     ruling: str | None  # JSON text, or None
+    tenant: str = ""
 
 
 def _json_array(texts: list[str | None]) -> str:
@@ -102,12 +106,12 @@ class _Batch:
     version: int  # the last event's
     last_hash: bytes
 
-    def rows(self, table_id: str) -> list[tuple[Any, ...]]:
+    def rows(self, tenant: str, table_id: str) -> list[tuple[Any, ...]]:
         """The rows for ``COPY`` (``_COPY``'s columns)."""
         first = self.version - len(self.events) + 1
         texts = self.ruling_texts or [None] * len(self.events)
         return [
-            (table_id, first + i, e.id, _tag(e), c.decode(), texts[i], h)
+            (tenant, table_id, first + i, e.id, _tag(e), c.decode(), texts[i], h)
             for i, (e, c, h) in enumerate(zip(self.events, self.canon, self.hashes, strict=True))
         ]
 
@@ -117,7 +121,7 @@ _FAST_CREATE_HEAD = """
     INSERT INTO table_heads (table_id, tenant, version, last_hash, snapshot, snapshot_version)
     VALUES (%(t)s, %(tenant)s, %(new)s, %(hash)s, %(snap)s::bytea,
             CASE WHEN %(snap)s::bytea IS NULL THEN 0 ELSE %(new)s END)
-    ON CONFLICT (table_id) DO NOTHING
+    ON CONFLICT (tenant, table_id) DO NOTHING
     RETURNING 1
 """
 
@@ -128,23 +132,25 @@ _FAST_MOVE_HEAD = """
        SET version = %(new)s, last_hash = %(hash)s, updated_at = now(),
            snapshot = CASE WHEN %(snap)s::bytea IS NULL THEN snapshot ELSE %(snap)s::bytea END,
            snapshot_version = CASE WHEN %(snap)s::bytea IS NULL THEN snapshot_version ELSE %(new)s END
-     WHERE table_id = %(t)s AND version = %(old)s AND tenant = %(tenant)s
+     WHERE tenant = %(tenant)s AND table_id = %(t)s AND version = %(old)s
     RETURNING 1
 """
 
 # A head at the version the client expects, with its snapshot (the cache-miss fast path).
 _READ_HEAD = """
-    SELECT tenant, version, last_hash, snapshot_version, CASE WHEN snapshot_version > 0 THEN snapshot END
-      FROM table_heads WHERE table_id = %(t)s AND (version = %(v)s OR %(v)s::bigint IS NULL)
+    SELECT version, last_hash, snapshot_version, CASE WHEN snapshot_version > 0 THEN snapshot END
+      FROM table_heads
+     WHERE tenant = %(tenant)s AND table_id = %(t)s AND (version = %(v)s OR %(v)s::bigint IS NULL)
 """
 _READ_BODIES = """
     SELECT body::text FROM events
-     WHERE table_id = %(t)s AND version > %(after)s AND version <= %(upto)s ORDER BY version
+     WHERE tenant = %(tenant)s AND table_id = %(t)s AND version > %(after)s AND version <= %(upto)s
+     ORDER BY version
 """
 
 _FAST_INSERT = """
-INSERT INTO events (table_id, version, event_id, type, body, ruling, hash)
-SELECT %(t)s, %(old)s + e.i, e.body ->> 'id', e.body ->> 'type', e.body,
+INSERT INTO events (tenant, table_id, version, event_id, type, body, ruling, hash)
+SELECT %(tenant)s, %(t)s, %(old)s + e.i, e.body ->> 'id', e.body ->> 'type', e.body,
        NULLIF(%(rulings)s::jsonb -> (e.i - 1)::int, 'null'::jsonb),
        substring(%(hashes)s::bytea FROM ((e.i - 1) * 32 + 1)::int FOR 32)
   FROM head, jsonb_array_elements(%(bodies)s::jsonb) WITH ORDINALITY AS e(body, i)
@@ -199,7 +205,7 @@ class EventStore:
         except psycopg.OperationalError as exc:
             if not (retry and connection_lost(exc)):
                 raise
-            self.cache.drop(table_id)
+            self.cache.drop((tenant, table_id))
             self.retried_appends += 1
             return self._append(tenant, table_id, expected_version, events)
 
@@ -210,24 +216,24 @@ class EventStore:
         # the stored body and the idempotency check are all over the pinned event, so re-sending
         # the original (unpinned) batch is recognised as a replay.
         events, canon = self._prepare(events)
-        tip = self.cache.peek(table_id)
-        guess = self._cached_guess(tenant, table_id, tip, expected_version)
+        tip = self.cache.peek((tenant, table_id))
+        guess = self._cached_guess(table_id, tip, expected_version)
         fast = None
         if guess is not None:
             fast = self._run_fast(self._plan_fast(tenant, table_id, *guess, events, canon))
         elif expected_version is not None and expected_version > 0:
             # Not in this process's cache, or behind (another worker appended): read the head and
             # its snapshot without locking, then take the same conditional fast path from there.
-            stored = self._tip_from_head(table_id, expected_version)
-            if stored is not None and stored.tenant == tenant:
+            stored = self._tip_from_head(tenant, table_id, expected_version)
+            if stored is not None:
                 fast = self._run_fast(self._plan_fast(tenant, table_id, stored, False, events, canon))
         if fast is None and expected_version is None:
             # No expected version and the guess failed: the cached tip was behind (another worker
             # appended) or the "new" table exists. Once more from the head as stored — unless it is
             # where the guess was (then the batch itself is the problem: the locking path says why).
-            stored = self._tip_from_head(table_id, None)
+            stored = self._tip_from_head(tenant, table_id, None)
             moved = stored is not None and (tip is None or stored.version != tip.version)
-            if stored is not None and moved and stored.tenant == tenant:
+            if stored is not None and moved:
                 fast = self._run_fast(self._plan_fast(tenant, table_id, stored, False, events, canon))
         if fast is not None:
             return fast
@@ -253,21 +259,21 @@ class EventStore:
         table is (or that it is new), for a caller that runs the statement itself (the HTTP
         service, on an async connection: services/api/tables.py). None: no such guess — call
         :meth:`append`. Run the plan, then hand the row count to :meth:`finish_fast`."""
-        guess = self._cached_guess(tenant, table_id, self.cache.peek(table_id), expected_version)
+        guess = self._cached_guess(table_id, self.cache.peek((tenant, table_id)), expected_version)
         if guess is None:
             return None  # nothing prepared: append does it
         events, canon = self._prepare(events)
         return self._plan_fast(tenant, table_id, *guess, events, canon)
 
     def _cached_guess(
-        self, tenant: str, table_id: str, tip: Tip | None, expected_version: int | None
+        self, table_id: str, tip: Tip | None, expected_version: int | None
     ) -> tuple[Tip, bool] | None:
-        """Where this process's cached ``tip`` says the table is, as (tip, the table is new); None
-        when it can't say (not cached and not new, behind ``expected_version``, another tenant's)."""
-        if tip is not None and tip.tenant == tenant and expected_version in (None, tip.version):
+        """Where this process's cached ``tip`` of the table says it is, as (tip, the table is new);
+        None when it can't say (not cached and not new, behind ``expected_version``)."""
+        if tip is not None and expected_version in (None, tip.version):
             return tip, False
         if tip is None and expected_version in (None, 0):
-            return Tip(tenant, 0, self.engine.initial(), chain.genesis(table_id), 0), True
+            return Tip(0, self.engine.initial(), chain.genesis(table_id), 0), True
         return None
 
     def _run_fast(self, plan: FastPlan | None) -> AppendResult | None:
@@ -319,16 +325,16 @@ class EventStore:
         violation): the answer, with the cache moved on; or None (the cache dropped) — then
         :meth:`append` answers (replay, conflict, or the head read / locking path)."""
         batch, tip = plan.batch, plan.tip
+        key = (plan.tenant, plan.table_id)
         if inserted != plan.count:
-            self.cache.drop(plan.table_id)
+            self.cache.drop(key)
             return None
         self.fast_appends += 1
         snapshot_version = batch.version if plan.snapshot else tip.snapshot_version
-        tip_now = Tip(plan.tenant, batch.version, batch.state, batch.last_hash, snapshot_version)
-        self.cache.put(plan.table_id, tip_now)
+        self.cache.put(key, Tip(batch.version, batch.state, batch.last_hash, snapshot_version))
         return AppendResult(plan.table_id, batch.version, tip.version + 1, plan.count, batch.rulings)
 
-    def _tip_from_head(self, table_id: str, version: int | None) -> Tip | None:
+    def _tip_from_head(self, tenant: str, table_id: str, version: int | None) -> Tip | None:
         """The table's tip as stored, when its head is at ``version`` (None: wherever it is): the
         head's snapshot plus the events after it, read without a lock (two round trips at most).
         None when there is no such head or the snapshot can't be used; the caller then takes the
@@ -337,21 +343,21 @@ class EventStore:
         with self.pool.connection() as conn:
             conn.autocommit = True
             try:
-                row = conn.execute(_READ_HEAD, {"t": table_id, "v": version}).fetchone()
+                row = conn.execute(_READ_HEAD, {"tenant": tenant, "t": table_id, "v": version}).fetchone()
                 if row is None:
                     return None
-                tenant, version, last_hash, snapshot_version, snapshot = row
+                version, last_hash, snapshot_version, snapshot = row
                 state, start = self.engine.initial(), 0
                 if snapshot is not None:
                     state, start = self._decoded(snapshot), snapshot_version
                     if state is None:
                         return None  # a snapshot of an older engine: the locking path refolds
-                state = self._stepped(conn, table_id, state, start, version)
+                state = self._stepped(conn, tenant, table_id, state, start, version)
             finally:
                 if not conn.closed:  # a lost connection: its own error says so
                     conn.autocommit = False
-        tip = Tip(tenant, version, state, bytes(last_hash), snapshot_version if snapshot is not None else 0)
-        self.cache.put(table_id, tip)
+        tip = Tip(version, state, bytes(last_hash), snapshot_version if snapshot is not None else 0)
+        self.cache.put((tenant, table_id), tip)
         return tip
 
     def _append_locked(
@@ -365,16 +371,16 @@ class EventStore:
                 constraint = exc.diag.constraint_name
                 with conn.transaction():
                     if constraint == "events_table_event_id":
-                        replay = self._replay(conn, table_id, events, canon)
+                        replay = self._replay(conn, tenant, table_id, events, canon)
                         if replay is not None:
                             return replay
-                    current = self._current_version(conn, table_id)
+                    current = self._current_version(conn, tenant, table_id)
                 raise VersionConflict(
                     "the table moved on while appending; read it and retry", current_version=current
                 ) from None
         self.locked_appends += 1
         if tip is not None:
-            self.cache.put(table_id, tip)
+            self.cache.put((tenant, table_id), tip)
         return result
 
     def _step_batch(
@@ -411,19 +417,17 @@ class EventStore:
         events: Sequence[Event],
         canon: list[bytes],
     ) -> tuple[AppendResult, Tip | None]:
-        head = self._lock_head(conn, table_id)
+        head = self._lock_head(conn, tenant, table_id)
         if head is None:
             conn.execute(
-                "INSERT INTO table_heads (table_id, tenant, version, last_hash) VALUES (%s, %s, 0, %s) "
-                "ON CONFLICT (table_id) DO NOTHING",
-                (table_id, tenant, chain.genesis(table_id)),
+                "INSERT INTO table_heads (tenant, table_id, version, last_hash) VALUES (%s, %s, 0, %s) "
+                "ON CONFLICT (tenant, table_id) DO NOTHING",
+                (tenant, table_id, chain.genesis(table_id)),
             )
-            head = self._lock_head(conn, table_id)
+            head = self._lock_head(conn, tenant, table_id)
             assert head is not None
-        if head.tenant != tenant:
-            raise Forbidden("this table belongs to another tenant")
         if expected is not None and expected != head.version:
-            replay = self._replay(conn, table_id, events, canon)
+            replay = self._replay(conn, tenant, table_id, events, canon)
             if replay is not None:
                 return replay, None
             raise VersionConflict(
@@ -433,63 +437,66 @@ class EventStore:
         try:
             batch = self._step_batch(head.version, head.last_hash, state, events, canon)
         except IllegalEvent:
-            replay = self._replay(conn, table_id, events, canon)
+            replay = self._replay(conn, tenant, table_id, events, canon)
             if replay is not None:
                 return replay, None
             raise
         with conn.cursor() as cur, cur.copy(_COPY) as copy:
-            for row in batch.rows(table_id):
+            for row in batch.rows(tenant, table_id):
                 copy.write_row(row)
         snapshot_version = head.snapshot_version
         if batch.version - head.snapshot_version >= self.snapshot_every:
             snapshot_version = batch.version
             conn.execute(
                 "UPDATE table_heads SET version = %s, last_hash = %s, snapshot = %s, snapshot_version = %s, "
-                "updated_at = now() WHERE table_id = %s",
+                "updated_at = now() WHERE tenant = %s AND table_id = %s",
                 (
                     batch.version,
                     batch.last_hash,
                     self.engine.encode_state(batch.state),
                     batch.version,
+                    tenant,
                     table_id,
                 ),
             )
         else:
             conn.execute(
-                "UPDATE table_heads SET version = %s, last_hash = %s, updated_at = now() WHERE table_id = %s",
-                (batch.version, batch.last_hash, table_id),
+                "UPDATE table_heads SET version = %s, last_hash = %s, updated_at = now()"
+                " WHERE tenant = %s AND table_id = %s",
+                (batch.version, batch.last_hash, tenant, table_id),
             )
         result = AppendResult(table_id, batch.version, head.version + 1, len(events), batch.rulings)
-        return result, Tip(tenant, batch.version, batch.state, batch.last_hash, snapshot_version)
+        return result, Tip(batch.version, batch.state, batch.last_hash, snapshot_version)
 
-    def _lock_head(self, conn: psycopg.Connection[Any], table_id: str) -> Head | None:
+    def _lock_head(self, conn: psycopg.Connection[Any], tenant: str, table_id: str) -> Head | None:
         row = conn.execute(
-            "SELECT tenant, version, last_hash, snapshot_version FROM table_heads"
-            " WHERE table_id = %s FOR UPDATE",
-            (table_id,),
+            "SELECT version, last_hash, snapshot_version FROM table_heads"
+            " WHERE tenant = %s AND table_id = %s FOR UPDATE",
+            (tenant, table_id),
         ).fetchone()
         if row is None:
             return None
-        return Head(table_id, row[0], row[1], bytes(row[2]), row[3])
+        return Head(tenant, table_id, row[0], bytes(row[1]), row[2])
 
-    def _current_version(self, conn: psycopg.Connection[Any], table_id: str) -> int:
-        rows = fetch(conn, sa.select(heads.c.version).where(heads.c.table_id == table_id))
+    def _current_version(self, conn: psycopg.Connection[Any], tenant: str, table_id: str) -> int:
+        rows = fetch(conn, sa.select(heads.c.version).where(*_table_is(heads, tenant, table_id)))
         return int(rows[0][0]) if rows else 0
 
     def _state_at(self, conn: psycopg.Connection[Any], head: Head) -> Any:
         """The engine state after ``head.version``: cache, else snapshot + the events after it."""
-        cached = self.cache.get(head.table_id, head.version)
+        cached = self.cache.get((head.tenant, head.table_id), head.version)
         if cached is not None:
             return cached.state
         state, start = None, 0
         if head.snapshot_version > 0:
-            rows = fetch(conn, sa.select(heads.c.snapshot).where(heads.c.table_id == head.table_id))
+            stmt = sa.select(heads.c.snapshot).where(*_table_is(heads, head.tenant, head.table_id))
+            rows = fetch(conn, stmt)
             if rows and rows[0][0] is not None:
                 state = self._decoded(rows[0][0])
                 start = head.snapshot_version if state is not None else 0
         if state is None:  # no snapshot, or one of an older engine: refold instead
             state = self.engine.initial()
-        return self._stepped(conn, head.table_id, state, start, head.version)
+        return self._stepped(conn, head.tenant, head.table_id, state, start, head.version)
 
     def _decoded(self, snapshot: bytes) -> Any:
         """A stored state snapshot, or None when this engine cannot read it (an older format)."""
@@ -499,17 +506,23 @@ class EventStore:
             return None
 
     def _stepped(
-        self, conn: psycopg.Connection[Any], table_id: str, state: Any, start: int, version: int
+        self, conn: psycopg.Connection[Any], tenant: str, table_id: str, state: Any, start: int, version: int
     ) -> Any:
         """``state`` (the table after ``start``) stepped through its stored events up to ``version``."""
         if start < version:
             step = self.engine.step
-            for (body,) in conn.execute(_READ_BODIES, {"t": table_id, "after": start, "upto": version}):
+            params = {"tenant": tenant, "t": table_id, "after": start, "upto": version}
+            for (body,) in conn.execute(_READ_BODIES, params):
                 state = step(state, decode_event(body)).state
         return state
 
     def _replay(
-        self, conn: psycopg.Connection[Any], table_id: str, events: Sequence[Event], canon: list[bytes]
+        self,
+        conn: psycopg.Connection[Any],
+        tenant: str,
+        table_id: str,
+        events: Sequence[Event],
+        canon: list[bytes],
     ) -> AppendResult | None:
         """The original answer when every event of the batch is already stored with the same
         content; ``IdConflict`` when an id is stored with other content (or only part of the batch
@@ -517,7 +530,7 @@ class EventStore:
         ids = [e.id for e in events]
         stmt = sa.select(
             ev.c.event_id, ev.c.version, sa.cast(ev.c.body, sa.Text), sa.cast(ev.c.ruling, sa.Text)
-        ).where(ev.c.table_id == table_id, ev.c.event_id.in_(ids))
+        ).where(*_table_is(ev, tenant, table_id), ev.c.event_id.in_(ids))
         found = {row[0]: row for row in fetch(conn, stmt)}
         if not found:
             return None
@@ -546,21 +559,22 @@ class EventStore:
         return AppendResult(table_id, versions[-1], versions[0], len(events), rulings, replayed=True)
 
     # ------------------------------------------------------------------ reads
-    def head(self, table_id: str) -> Head | None:
-        stmt = sa.select(heads.c.tenant, heads.c.version, heads.c.last_hash, heads.c.snapshot_version).where(
-            heads.c.table_id == table_id
+    def head(self, tenant: str, table_id: str) -> Head | None:
+        """The tenant's table ``table_id``, or None (another tenant's table of that id is not it)."""
+        stmt = sa.select(heads.c.version, heads.c.last_hash, heads.c.snapshot_version).where(
+            *_table_is(heads, tenant, table_id)
         )
         rows = self._fetch(stmt)
         if not rows:
             return None
-        tenant, version, last_hash, snapshot_version = rows[0]
-        return Head(table_id, tenant, version, bytes(last_hash), snapshot_version)
+        version, last_hash, snapshot_version = rows[0]
+        return Head(tenant, table_id, version, bytes(last_hash), snapshot_version)
 
-    def read_table(self, table_id: str, after: int = 0, limit: int = 100) -> list[StoredEvent]:
-        """Events of one table with version > ``after``, in version order."""
+    def read_table(self, tenant: str, table_id: str, after: int = 0, limit: int = 100) -> list[StoredEvent]:
+        """Events of the tenant's table with version > ``after``, in version order."""
         stmt = (
             _stored_columns()
-            .where(ev.c.table_id == table_id, ev.c.version > after)
+            .where(*_table_is(ev, tenant, table_id), ev.c.version > after)
             .order_by(ev.c.version)
             .limit(limit)
         )
@@ -592,11 +606,19 @@ class EventStore:
             return [_stored(row) for row in fetch(conn, stmt)]
 
     # ------------------------------------------------------------------ verify
-    def verify(self, table_id: str | None = None) -> tuple[int, int, list[BrokenLink]]:
-        """Recompute every table's hash chain (``services.store.verify``)."""
+    def verify(
+        self, table_id: str | None = None, *, tenant: str | None = None
+    ) -> tuple[int, int, list[BrokenLink]]:
+        """Recompute the hash chain of every table (of ``tenant``, of id ``table_id``, when given):
+        ``services.store.verify``."""
         from services.store.verify import verify
 
-        return verify(self.pool, table_id)
+        return verify(self.pool, table_id, tenant=tenant)
+
+
+def _table_is(t: sa.Table, tenant: str, table_id: str) -> tuple[Any, Any]:
+    """The WHERE clauses of one table in ``t`` (a table is (tenant, table_id))."""
+    return (t.c.tenant == tenant, t.c.table_id == table_id)
 
 
 def _canonical_text(body: str) -> bytes:
@@ -614,8 +636,9 @@ def _stored_columns() -> sa.Select[Any]:
         ev.c.type,
         sa.cast(ev.c.body, sa.Text),
         sa.cast(ev.c.ruling, sa.Text),
+        ev.c.tenant,
     )
 
 
 def _stored(row: tuple[Any, ...]) -> StoredEvent:
-    return StoredEvent(row[0], row[1], row[2], int(row[3]), row[4], row[5], row[6], row[7], row[8])
+    return StoredEvent(row[0], row[1], row[2], int(row[3]), row[4], row[5], row[6], row[7], row[8], row[9])

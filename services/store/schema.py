@@ -1,4 +1,7 @@
-"""The tables as SQLAlchemy Core metadata, for queries (the DDL itself is in migrations/)."""
+"""The tables as SQLAlchemy Core metadata, for queries (the DDL itself is in migrations/).
+
+A table is ``(tenant, table_id)``: each tenant has its own table ids (migration 0006), and every
+per-table key starts with both."""
 
 from __future__ import annotations
 
@@ -10,8 +13,8 @@ metadata = sa.MetaData()
 table_heads = sa.Table(
     "table_heads",
     metadata,
+    sa.Column("tenant", sa.Text, primary_key=True),
     sa.Column("table_id", sa.Text, primary_key=True),
-    sa.Column("tenant", sa.Text, nullable=False),
     sa.Column("version", sa.BigInteger, nullable=False),
     sa.Column("last_hash", BYTEA, nullable=False),
     sa.Column("snapshot", BYTEA),
@@ -23,9 +26,10 @@ table_heads = sa.Table(
 events = sa.Table(
     "events",
     metadata,
-    sa.Column("position", sa.BigInteger, primary_key=True),
-    sa.Column("table_id", sa.Text, nullable=False),
-    sa.Column("version", sa.BigInteger, nullable=False),
+    sa.Column("tenant", sa.Text, primary_key=True),
+    sa.Column("table_id", sa.Text, primary_key=True),
+    sa.Column("version", sa.BigInteger, primary_key=True),
+    sa.Column("position", sa.BigInteger, nullable=False),  # the global log's identity (not a key)
     sa.Column("event_id", sa.Text, nullable=False),
     sa.Column("type", sa.Text, nullable=False),
     sa.Column("body", JSONB, nullable=False),

@@ -90,7 +90,7 @@ def run() -> None:
 
         def copy(conn: Any, plan: Any) -> None:
             with conn.transaction(), conn.cursor() as cur, cur.copy(store_events._COPY) as cp:
-                for row in plan.batch.rows(plan.table_id):
+                for row in plan.batch.rows(plan.tenant, plan.table_id):
                     cp.write_row(row)
 
         lines: dict[str, tuple[Callable[[Any, Any], None], str]] = {

@@ -69,12 +69,15 @@ PLAIN = (
     "event_id text NOT NULL, type text NOT NULL, body jsonb NOT NULL, "
     "recorded_at timestamptz NOT NULL DEFAULT now())"
 )
-# The events table's shape: the same columns, defaults and indexes, without kwx's checks.
+# The events table's shape: the same columns, defaults and indexes, without kwx's checks (keys as
+# of migration 0006: (tenant, table_id, …); the COPY leaves tenant to its default).
 SHAPED = (
-    "CREATE TABLE {name} (position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, table_id text NOT NULL, "
-    "version bigint NOT NULL, event_id text NOT NULL, type text NOT NULL, body jsonb NOT NULL, "
-    "recorded_at timestamptz NOT NULL DEFAULT now(), tx_id xid8 NOT NULL DEFAULT pg_current_xact_id(), "
-    "ruling jsonb, hash bytea, UNIQUE (table_id, version), UNIQUE (table_id, event_id));"
+    "CREATE TABLE {name} (position bigint GENERATED ALWAYS AS IDENTITY, "
+    "tenant text NOT NULL DEFAULT 'bench', table_id text NOT NULL, version bigint NOT NULL, "
+    "event_id text NOT NULL, type text NOT NULL, body jsonb NOT NULL, "
+    "recorded_at timestamptz NOT NULL DEFAULT now(), "
+    "tx_id xid8 NOT NULL DEFAULT pg_current_xact_id(), ruling jsonb, hash bytea, "
+    "PRIMARY KEY (tenant, table_id, version), UNIQUE (tenant, table_id, event_id));"
     "CREATE INDEX ON {name} (tx_id, position)"
 )
 

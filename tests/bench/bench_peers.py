@@ -433,7 +433,7 @@ def kwx_read_fold_reader(store: Any, table_ids: list[str], n_expected: int) -> R
             events: list[Any] = []
             after = 0
             while True:
-                page = store.read_table(table_id, after, 1000)
+                page = store.read_table(TENANT, table_id, after, 1000)
                 if not page:
                     break
                 events.extend(decode(row.body) for row in page)

@@ -131,11 +131,11 @@ def run() -> None:
         with container.pool.connection() as conn:
             started = time.perf_counter()
             for _ in range(reps):
-                replay.state_at(conn, container.store, engine, "long", at)
+                replay.state_at(conn, container.store, engine, "bench", "long", at)
             snap = (time.perf_counter() - started) / reps
         started = time.perf_counter()
         for _ in range(reps):
-            rows = container.store.read_table("long", 0, at)
+            rows = container.store.read_table("bench", "long", 0, at)
             engine.fold([decode(r.body) for r in rows])
         full = (time.perf_counter() - started) / reps
         print(f"state at event {at} of a 40-hand table:  snapshot + hand {snap * 1000:.1f} ms, "

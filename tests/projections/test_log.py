@@ -28,8 +28,13 @@ def _insert(
     tx_id: int | None = None,
     ruling: str | None = None,
 ) -> int:
-    cols = "table_id, version, event_id, type, body, hash, ruling" + (", tx_id" if tx_id is not None else "")
-    vals = "%s, %s, %s, 'table_closed', '{\"type\": \"table_closed\"}', decode(repeat('00', 32), 'hex'), %s"
+    cols = "tenant, table_id, version, event_id, type, body, hash, ruling" + (
+        ", tx_id" if tx_id is not None else ""
+    )
+    vals = (
+        "'acme', %s, %s, %s, 'table_closed', '{\"type\": \"table_closed\"}', "
+        "decode(repeat('00', 32), 'hex'), %s"
+    )
     params: tuple[Any, ...] = (table, version, f"e{version}", ruling)
     if tx_id is not None:
         vals += ", %s::text::xid8"
@@ -39,13 +44,13 @@ def _insert(
     return int(row[0])
 
 
-Row = tuple[str, int, int, int, str, str | None]
+Row = tuple[str, int, int, int, str, str | None, str]
 
 
 def _walk_store(store: EventStore, size: int) -> list[Row]:
     out, after = [], (0, 0)
     while page := store.read_all(after, size):
-        out += [(e.table_id, e.version, e.position, e.tx_id, e.body, e.ruling) for e in page]
+        out += [(e.table_id, e.version, e.position, e.tx_id, e.body, e.ruling, e.tenant) for e in page]
         after = (page[-1].tx_id, page[-1].position)
     return out
 
@@ -54,7 +59,7 @@ def _walk_lean(conn: psycopg.Connection[Any], size: int) -> list[Row]:
     out: list[Row] = []
     after = (0, 0)
     while page := read_page(conn, after, size):
-        out += page  # (table_id, version, position, tx_id, body, ruling)
+        out += page  # (table_id, version, position, tx_id, body, ruling, tenant)
         after = (page[-1][3], page[-1][2])
     return out
 
@@ -83,7 +88,7 @@ def test_read_page_walks_the_log_like_read_all_across_xid_digit_boundaries(
         assert {row[1] for row in mine if row[5] is not None} == {2, 5}
         assert (
             {row[5] for row in mine if row[1] == 2}
-            == {store.read_table(table, 1, 1)[0].ruling}
+            == {store.read_table("acme", table, 1, 1)[0].ruling}
             == {RULING_TEXT}
         )
 

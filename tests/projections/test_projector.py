@@ -340,7 +340,7 @@ def test_record_tables_project_what_the_checked_fold_and_kwx_settle_compute(
         assert code == 0 and [r[0] for r in rows] == json.loads(json.dumps(doc["hands"]))
         # the per-hand snapshots are the checked fold's states after each hand_started (of the
         # events as stored: table_opened with its rules pinned)
-        events = [decode_event(e.body) for e in container.store.read_table(table_id, 0, 10_000)]
+        events = [decode_event(e.body) for e in container.store.read_table(tenant, table_id, 0, 10_000)]
         assert len(events) == len(wire)
         state = engine.fold(events)
         snaps = q(container, "SELECT version, state FROM proj_table_snapshots WHERE table_id = %s", table_id)
@@ -348,7 +348,7 @@ def test_record_tables_project_what_the_checked_fold_and_kwx_settle_compute(
         for version, blob in snaps:
             assert bytes(blob) == engine.encode_state(engine.fold(events[:version]))
         # a restarted projector refolds the table from the store (read_table, stored rulings)
-        ctx = Projector(container.pool, container.store, engine)._ctx(table_id, len(wire) + 1)
+        ctx = Projector(container.pool, container.store, engine)._ctx(tenant, table_id, len(wire) + 1)
         assert ctx.state == state and ctx.failures == 0
     assert recorded >= 10
 
@@ -377,8 +377,8 @@ def test_an_unreadable_event_is_logged_and_skipped(private_db: tuple[Any, str], 
             (n + 2, '{"type": "table_closed", "id": "x2"}', '{"rule": 5}'),
         ):
             conn.execute(
-                "INSERT INTO events (table_id, version, event_id, type, body, ruling, hash) "
-                "VALUES (%s, %s, %s, 'x', %s, %s, decode(repeat('00', 32), 'hex'))",
+                "INSERT INTO events (tenant, table_id, version, event_id, type, body, ruling, hash) "
+                "VALUES ('acme', %s, %s, %s, 'x', %s, %s, decode(repeat('00', 32), 'hex'))",
                 (broken, version, f"x{version}", body, ruling),
             )
     store.append("acme", second[0], 0, [convert(e) for e in second[1]])
@@ -398,6 +398,6 @@ def test_an_unreadable_event_is_logged_and_skipped(private_db: tuple[Any, str], 
             counted = conn.execute("SELECT DISTINCT events FROM projection_checkpoints").fetchall()
         assert counted == [(in_log,)]
         # a refold (a restarted projector) skips them too, and says so again
-        ctx = Projector(store.pool, store, engine)._ctx(broken, n + 3)
+        ctx = Projector(store.pool, store, engine)._ctx("acme", broken, n + 3)
         assert (ctx.version, ctx.failures, ctx.state.version) == (n + 2, 2, n)
         assert len([e for e in captured if e["event"] == "projector_event_unreadable"]) == 4

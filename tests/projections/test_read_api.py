@@ -79,9 +79,13 @@ def test_read_roles_and_tenants(
     stranger = make_key("other-" + uuid.uuid4().hex[:6], "support")
     assert client.get(f"/v1/tables/{table_id}/state", headers=dashboard).status_code == 403
     assert client.get(f"/v1/tables/{table_id}/audit", headers=platform).status_code == 403
-    assert client.get(f"/v1/tables/{table_id}/audit", headers=stranger).status_code == 403
-    r = client.get(f"/v1/tables/{table_id}/state", headers=stranger)
-    assert r.status_code == 403 and r.json()["error"] == "forbidden"
+    # another tenant's table is the same 404 as one that never existed (issue 11 §4)
+    for route in ("state", "audit", "events", "hands/1/settlement"):
+        theirs = client.get(f"/v1/tables/{table_id}/{route}", headers=stranger)
+        missing = client.get(f"/v1/tables/nope-{table_id}/{route}", headers=stranger)
+        assert theirs.status_code == missing.status_code == 404, route
+        assert theirs.json() == {"error": "not_found", "message": f"no table {table_id!r}"}, route
+        assert missing.json() == {"error": "not_found", "message": f"no table 'nope-{table_id}'"}, route
     assert client.get("/v1/tables/nope-nope/state", headers=support).json()["error"] == "not_found"
     assert (
         client.get(f"/v1/tables/{table_id}/state", params={"at": 10**6}, headers=support).status_code == 422

@@ -66,6 +66,45 @@ def test_verify_reports_the_first_broken_link_and_exits_1(
     assert lines[-1]["ok"] is False and lines[-1]["tables"] == 2
 
 
+def test_verify_table_and_tenant_pick_tables_when_tenants_share_an_id(
+    fresh_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Table ids are per tenant (issue 11 §4): ``--table ID`` checks that id in every tenant,
+    ``--tenant T`` narrows to one; each broken line names its tenant."""
+    from domain.events import convert
+    from services.bootstrap import bootstrap
+    from services.settings import Settings
+    from tests.service.streams import legal_table
+
+    container = bootstrap(Settings(database_url=fresh_url))
+    try:
+        for tenant, seed in (("acme", 42), ("beta", 43)):
+            container.store.append(tenant, "shared", 0, [convert(e) for e in legal_table(seed)[:6]])
+        container.store.append("beta", "other", 0, [convert(e) for e in legal_table(44)[:4]])
+    finally:
+        container.close()
+    with psycopg.connect(fresh_url) as owner:
+        owner.execute("ALTER TABLE events DISABLE TRIGGER events_immutable")
+        owner.execute("UPDATE events SET body = body || '{\"at\": \"2020-01-01T00:00:00Z\"}' "
+                      "WHERE tenant = 'beta' AND table_id = 'shared' AND version = 3")  # fmt: skip
+        owner.execute("ALTER TABLE events ENABLE TRIGGER events_immutable")
+    capsys.readouterr()
+
+    def verify(*args: str) -> tuple[int, list[dict[str, Any]]]:
+        code = main(["verify", *args])
+        return code, [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+    code, lines = verify("--table", "shared")
+    assert code == 1 and lines[-1]["tables"] == 2 and lines[-1]["events"] == 6 + 3
+    assert lines[:-1] == [{"tenant": "beta", "table_id": "shared", "version": 3,
+                           "broken": "hash mismatch: the event or an earlier one changed"}]  # fmt: skip
+    code, lines = verify("--table", "shared", "--tenant", "acme")
+    assert code == 0 and (lines[-1]["tables"], lines[-1]["events"]) == (1, 6)
+    code, lines = verify("--tenant", "beta")
+    assert code == 1 and lines[-1]["tables"] == 2 and [b["table_id"] for b in lines[:-1]] == ["shared"]
+    assert verify("--tenant", "nobody")[1][-1] == {"ok": True, "tables": 0, "events": 0, "broken_tables": 0}
+
+
 def test_building_the_cli_imports_neither_the_web_stack_nor_the_database_driver() -> None:
     """``kwx score`` / ``kwx settle`` start fast: command modules import their heavy parts in run()."""
     import subprocess

@@ -90,7 +90,7 @@ def test_verify_reports_tables_in_byte_order(icu_database: tuple[Any, str]) -> N
     with psycopg.connect(url) as owner:  # heads whose hash is not their (empty) chain's
         for table in IDS:
             owner.execute(
-                "INSERT INTO table_heads (table_id, tenant, version, last_hash) VALUES (%s, 'acme', 0, %s)",
+                "INSERT INTO table_heads (tenant, table_id, version, last_hash) VALUES ('acme', %s, 0, %s)",
                 (f"{table}-1", b"\x00" * 32),
             )
     tables, _, broken = container.store.verify()

@@ -251,12 +251,12 @@ def _assert_unavailable(answer: Any) -> None:
 
 def _assert_cache_true(store: Any, url: str, table: str) -> None:
     """The worker's cached tip is never ahead of the database, and at the head it is the head."""
-    tip = store.cache.peek(table)
     with psycopg.connect(url) as conn:
-        head = conn.execute(
-            "SELECT version, last_hash FROM table_heads WHERE table_id = %s", (table,)
+        row = conn.execute(
+            "SELECT tenant, version, last_hash FROM table_heads WHERE table_id = %s", (table,)
         ).fetchone()
-    assert head is not None
+    assert row is not None
+    tip, head = store.cache.peek((row[0], table)), row[1:]
     if tip is not None:
         assert tip.version <= head[0]
         if tip.version == head[0]:
@@ -552,7 +552,7 @@ def test_connection_lost_after_commit_is_answered_as_stored_and_never_stored_twi
         _assert_stored_once(url, table, wire[:20])
         _assert_cache_true(store, url, table)
 
-        assert store.cache.peek(table) is None  # not moved on to a state nobody confirmed: dropped
+        assert store.cache.peek(("cut", table)) is None  # not moved on to a state nobody confirmed: dropped
 
         # committed, and the retry's connection cut too: 503; the client's re-send is the same 201
         proxy.arm(marker, "after", times=2)
@@ -604,7 +604,7 @@ def test_connection_lost_at_commit_of_the_locking_path(proxied: tuple[Any, Proxy
         store._plan_fast = plan_fast
     assert proxy.cuts == ["after"] and store.retried_appends == 1
     assert (result.first_version, result.version, result.replayed) == (11, 20, True)
-    assert store.cache.peek(table) is None
+    assert store.cache.peek(("acme", table)) is None
     _assert_stored_once(url, table, wire[:20])
     store.append("acme", table, 20, events[20:])
     _assert_stored_once(url, table, wire)

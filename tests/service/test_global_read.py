@@ -47,8 +47,9 @@ def drain_until(store: EventStore, after: tuple[int, int], n: int) -> tuple[list
 
 def _raw_insert(conn: psycopg.Connection[Any], table: str, version: int) -> int:
     row = conn.execute(
-        "INSERT INTO events (table_id, version, event_id, type, body, hash) "
-        "VALUES (%s, %s, %s, 'table_closed', '{}', decode(repeat('00', 32), 'hex')) RETURNING position",
+        "INSERT INTO events (tenant, table_id, version, event_id, type, body, hash) "
+        "VALUES ('acme', %s, %s, %s, 'table_closed', '{}', decode(repeat('00', 32), 'hex'))"
+        " RETURNING position",
         (table, version, f"e{version}"),
     ).fetchone()
     assert row is not None

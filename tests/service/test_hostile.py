@@ -186,13 +186,26 @@ def test_role_matrix_on_every_route(lenient: Any, keys: dict[str, Headers], tabl
                 assert answer.status_code in (200, 404), (role, route)  # 404: projector not there yet
             else:
                 assert error_of(answer, 403)["error"] == "forbidden", (role, route)
-    for stranger in ("stranger", "stranger_support"):
+    # another tenant's table: the very answer of an id nobody uses (issue 11 §4); a role that may
+    # not read the route is told so (403) whatever the table
+    nobody = "hx-" + uuid.uuid4().hex[:10]
+    for stranger, role in (("stranger", "platform"), ("stranger_support", "support")):
         for route in ROUTES:
-            body = error_of(lenient.get(f"/v1/tables/{table}/{route}", headers=keys[stranger]), 403)
-            assert body["error"] == "forbidden", (stranger, route)
+            status = 404 if route in ALLOWED[role] else 403
+            theirs = error_of(lenient.get(f"/v1/tables/{table}/{route}", headers=keys[stranger]), status)
+            missing = error_of(lenient.get(f"/v1/tables/{nobody}/{route}", headers=keys[stranger]), status)
+            if status == 403:
+                assert theirs == missing, (stranger, route)
+            else:
+                assert missing == {**theirs, "message": f"no table {nobody!r}"}, (stranger, route)
+                assert theirs == {"error": "not_found", "message": f"no table {table!r}"}, (stranger, route)
     more = {"events": [{"type": "table_closed", "id": "close"}]}
-    for who in ("support", "dashboard", "stranger", "stranger_support"):
+    for who in ("support", "dashboard", "stranger_support"):
         error_of(lenient.post(f"/v1/tables/{table}/events", json=more, headers=keys[who]), 403)
+    # a stranger's platform key appends to its own table of that id (here: illegal as a first event)
+    theirs = error_of(lenient.post(f"/v1/tables/{table}/events", json=more, headers=keys["stranger"]), 422)
+    missing = error_of(lenient.post(f"/v1/tables/{nobody}/events", json=more, headers=keys["stranger"]), 422)
+    assert theirs == missing
     assert lenient.get(f"/v1/tables/{table}/events", headers=keys["platform"]).json()["version"] == len(
         legal_table(7, 1)
     )
@@ -328,9 +341,15 @@ def test_table_id_boundary_and_another_tenants_resend(lenient: Any, keys: dict[s
         ).status_code
         == 201
     )
-    # the very same batch from another tenant is not an idempotent re-send: it is not theirs
+    # the very same batch from another tenant is not an idempotent re-send: it is its own new table
     resend = lenient.post(f"/v1/tables/{table_id}/events", json={"events": wire}, headers=keys["stranger"])
-    assert error_of(resend, 403)["error"] == "forbidden"
+    assert resend.status_code == 201 and resend.json()["first_version"] == 1
+    more = {"events": legal_table(15, 1)[3:5], "expected_version": 3}
+    again = lenient.post(f"/v1/tables/{table_id}/events", json=more, headers=keys["stranger"])
+    assert again.status_code == 201
+    mine = lenient.get(f"/v1/tables/{table_id}/events", headers=keys["platform"]).json()
+    theirs = lenient.get(f"/v1/tables/{table_id}/events", headers=keys["stranger"]).json()
+    assert (mine["version"], theirs["version"]) == (3, 5)
 
 
 @pytest.mark.parametrize(

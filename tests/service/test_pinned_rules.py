@@ -25,7 +25,7 @@ def new_table() -> str:
 
 
 def stored_events(store: EventStore, table: str) -> list[Any]:
-    return [decode_event(s.body) for s in store.read_table(table, 0, 10_000)]
+    return [decode_event(s.body) for s in store.read_table("acme", table, 0, 10_000)]
 
 
 @pytest.fixture()
@@ -47,7 +47,7 @@ def test_the_stored_table_opened_carries_every_resolved_option(store: EventStore
     h = chain.genesis(table)
     for event in stored_events(store, table):
         h = chain.link_event(h, event)
-    head = store.head(table)
+    head = store.head("acme", table)
     assert head is not None and head.last_hash == h
 
 
@@ -60,7 +60,7 @@ def test_resending_the_unpinned_batch_is_idempotent(store: EventStore) -> None:
     unchecked = store.append("acme", table, None, [convert(e) for e in wire[:5]])
     assert again.replayed and again.body() == first.body()
     assert unchecked.replayed and (unchecked.first_version, unchecked.version) == (1, 5)
-    assert len(store.read_table(table, 0, 10_000)) == len(wire)
+    assert len(store.read_table("acme", table, 0, 10_000)) == len(wire)
 
 
 def test_a_fold_of_the_stored_events_equals_the_fold_of_the_original(store: EventStore) -> None:

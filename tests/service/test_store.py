@@ -12,7 +12,7 @@ import pytest
 
 from domain.events import canonical_bytes, convert
 from domain.events import decode as decode_event
-from services.errors import Forbidden, IdConflict, IllegalEvent, VersionConflict
+from services.errors import IdConflict, IllegalEvent, VersionConflict
 from services.store.events import EventStore
 from tests.service.streams import legal_table, relabel
 
@@ -36,7 +36,7 @@ def test_append_then_read_back_the_same_canonical_events(store: EventStore) -> N
     table, wire = new_table(), legal_table(1)
     result = store.append("acme", table, 0, events_of(wire))
     assert (result.version, result.first_version, result.count) == (len(wire), 1, len(wire))
-    stored = store.read_table(table, 0, 10_000)
+    stored = store.read_table("acme", table, 0, 10_000)
     assert [s.version for s in stored] == list(range(1, len(wire) + 1))
     assert [canonical_bytes(decode_event(s.body)) for s in stored] == [  # table_opened: rules pinned
         canonical_bytes(store.engine.pin(e)) for e in events_of(wire)
@@ -61,7 +61,7 @@ def test_resending_the_same_batch_answers_the_same_and_stores_once(store: EventS
     without_check = store.append("acme", table, None, events_of(wire))
     assert again.body() == first.body() == without_check.body()
     assert again.replayed and not first.replayed
-    assert len(store.read_table(table, 0, 10_000)) == len(wire)
+    assert len(store.read_table("acme", table, 0, 10_000)) == len(wire)
 
 
 def test_an_id_reused_with_other_content_is_an_id_conflict(store: EventStore) -> None:
@@ -71,7 +71,7 @@ def test_an_id_reused_with_other_content_is_an_id_conflict(store: EventStore) ->
     with pytest.raises(IdConflict) as info:
         store.append("acme", table, 2, events_of([changed]))
     assert info.value.extra["event_id"] == wire[2]["id"]
-    assert store.head(table).version == 3  # type: ignore[union-attr]
+    assert store.head("acme", table).version == 3  # type: ignore[union-attr]
 
 
 def test_a_wrong_expected_version_is_a_version_conflict_with_the_current_version(store: EventStore) -> None:
@@ -88,19 +88,39 @@ def test_a_batch_whose_last_event_is_illegal_stores_nothing(store: EventStore) -
     with pytest.raises(IllegalEvent) as info:
         store.append("acme", table, 0, events_of([*wire[:5], illegal]))
     assert info.value.extra["index"] == 5 and info.value.extra["rule"]
-    assert store.head(table) is None and store.read_table(table) == []
+    assert store.head("acme", table) is None and store.read_table("acme", table) == []
     store.append("acme", table, 0, events_of(wire[:5]))
     with pytest.raises(IllegalEvent):
         store.append("acme", table, 5, events_of([*wire[5:8], illegal]))
-    assert store.head(table).version == 5  # type: ignore[union-attr]
-    assert len(store.read_table(table)) == 5
+    assert store.head("acme", table).version == 5  # type: ignore[union-attr]
+    assert len(store.read_table("acme", table)) == 5
 
 
-def test_another_tenant_cannot_append_to_a_table(store: EventStore) -> None:
-    table, wire = new_table(), legal_table(7)
-    store.append("acme", table, 0, events_of(wire[:2]))
-    with pytest.raises(Forbidden):
-        store.append("other", table, 2, events_of(wire[2:4]))
+def test_another_tenant_appending_to_the_same_id_makes_its_own_table(store: EventStore) -> None:
+    """Issue 11 §4: a table is (tenant, table_id). Another tenant's append to an id in use is a new
+    table of its own: its own versions, chain, head and cache; neither sees the other's events."""
+    table, ours, theirs = new_table(), legal_table(7), legal_table(70)
+    store.append("acme", table, 0, events_of(ours[:2]))
+    with pytest.raises(VersionConflict) as info:  # their table of that id is empty: at 0, not at 2
+        store.append("other", table, 2, events_of(theirs[:2]))
+    assert info.value.extra["current_version"] == 0
+    created = store.append("other", table, 0, events_of(theirs[:5]))
+    assert (created.first_version, created.version, created.replayed) == (1, 5, False)
+    store.append("acme", table, 2, events_of(ours[2:4]))
+    assert [e.event_id for e in store.read_table("acme", table, 0, 100)] == [e["id"] for e in ours[:4]]
+    assert [e.event_id for e in store.read_table("other", table, 0, 100)] == [e["id"] for e in theirs[:5]]
+    assert {e.tenant for e in store.read_table("other", table, 0, 100)} == {"other"}
+    assert store.head("acme", table).version == 4  # type: ignore[union-attr]
+    assert store.head("other", table).version == 5  # type: ignore[union-attr]
+    assert store.head("nobody", table) is None
+    assert store.cache.peek(("acme", table)).version == 4  # type: ignore[union-attr]
+    assert store.cache.peek(("other", table)).version == 5  # type: ignore[union-attr]
+    # the same batch sent by the other tenant is its own first append there, not a re-send
+    same = store.append("third", table, 0, events_of(ours[:2]))
+    assert not same.replayed and same.version == 2
+    tables, checked, broken = store.verify(table)
+    assert (tables, checked, broken) == (3, 11, [])
+    assert store.verify(table, tenant="other")[:2] == (1, 5)
 
 
 def test_two_writers_racing_one_table_win_each_version_exactly_once(store: EventStore) -> None:
@@ -116,7 +136,7 @@ def test_two_writers_racing_one_table_win_each_version_exactly_once(store: Event
             mine = events_of(relabel(wire, name))
             barrier.wait()
             while True:
-                head = store.head(table)
+                head = store.head("acme", table)
                 version = head.version if head else 0
                 if version >= len(wire):
                     return
@@ -134,7 +154,7 @@ def test_two_writers_racing_one_table_win_each_version_exactly_once(store: Event
     for t in threads:
         t.join(120)
     assert not errors, errors
-    stored = store.read_table(table, 0, 10_000)
+    stored = store.read_table("acme", table, 0, 10_000)
     assert [s.version for s in stored] == list(range(1, len(wire) + 1))
     assert outcomes["a"]["won"] + outcomes["b"]["won"] == len(wire)
     assert outcomes["a"]["conflicts"] + outcomes["b"]["conflicts"] > 0  # they did race
@@ -282,7 +302,7 @@ def test_a_cache_miss_with_the_expected_version_starts_from_the_heads_snapshot(s
     result = store.append("acme", table, 130, events_of(wire[130:160]))
     assert (result.first_version, result.version) == (131, 160)
     assert (store.fast_appends - fast, store.locked_appends - locked) == (1, 0)
-    tip = store.cache.peek(table)
+    tip = store.cache.peek(("acme", table))
     assert tip is not None and tip.version == 160
     assert store.engine.encode_state(tip.state) == _folded(store, wire[:160])
     # the other process is now behind: it takes the same path, from this one's head
@@ -298,7 +318,7 @@ def test_a_batch_illegal_against_the_stored_head_is_refused_after_a_cache_miss(s
     with pytest.raises(IllegalEvent) as info:  # the table's 6th event again, as event 7
         store.append("acme", table, 6, events_of(relabel(wire[5:6], "again")))
     assert info.value.extra["index"] == 0
-    assert store.head(table).version == 6  # type: ignore[union-attr]
+    assert store.head("acme", table).version == 6  # type: ignore[union-attr]
 
 
 def test_an_unreadable_snapshot_falls_back_to_a_refold_under_the_lock(store: EventStore) -> None:
@@ -310,16 +330,21 @@ def test_an_unreadable_snapshot_falls_back_to_a_refold_under_the_lock(store: Eve
     locked = store.locked_appends
     result = store.append("acme", table, 20, events_of(wire[20:40]))
     assert result.version == 40 and store.locked_appends == locked + 1
-    tip = store.cache.peek(table)
+    tip = store.cache.peek(("acme", table))
     assert tip is not None and store.engine.encode_state(tip.state) == _folded(store, wire[:40])
 
 
-def test_a_cache_miss_on_another_tenants_table_is_refused(store: EventStore) -> None:
+def test_a_cache_miss_on_another_tenants_table_answers_as_for_a_missing_one(store: EventStore) -> None:
     table, wire = new_table(), legal_table(19)
     EventStore(store.pool, store.engine).append("acme", table, 0, events_of(wire[:4]))
-    with pytest.raises(Forbidden):
-        store.append("other", table, 4, events_of(wire[4:8]))
-    assert store.head(table).version == 4  # type: ignore[union-attr]
+    answers = []
+    for tid in (table, new_table()):  # another tenant's id in use, and an id nobody uses
+        with pytest.raises(VersionConflict) as info:
+            store.append("other", tid, 4, events_of(wire[4:8]))
+        answers.append((info.value.message, info.value.extra))
+    assert answers[0] == answers[1] == (answers[0][0], {"current_version": 0})
+    assert store.head("acme", table).version == 4  # type: ignore[union-attr]
+    assert store.head("other", table) is None
 
 
 def test_without_expected_version_a_stale_cache_retries_from_the_stored_head(store: EventStore) -> None:
@@ -334,7 +359,7 @@ def test_without_expected_version_a_stale_cache_retries_from_the_stored_head(sto
     result = store.append("acme", table, None, events_of(wire[60:90]))  # this cache is behind
     assert (result.first_version, result.version) == (61, 90)
     assert (store.fast_appends - fast, store.locked_appends - locked) == (1, 0)
-    tip = store.cache.peek(table)
+    tip = store.cache.peek(("acme", table))
     assert tip is not None and store.engine.encode_state(tip.state) == _folded(store, wire[:90])
     # a re-send (no expected version) is still recognised as a replay, by the locking path
     again = store.append("acme", table, None, events_of(wire[60:90]))
@@ -370,8 +395,8 @@ def test_recorded_violations_are_stored_alike_by_the_fast_and_the_locking_path(s
     assert store.locked_appends == locked + 1
     assert [(r["index"], r["version"], r["rule"]) for r in rest.rulings] == [(index - cut, index + 1, rule)]
 
-    fast_rows = store.read_table(fast_table, 0, 10_000)
-    locked_rows = store.read_table(locked_table, 0, 10_000)
+    fast_rows = store.read_table("acme", fast_table, 0, 10_000)
+    locked_rows = store.read_table("acme", locked_table, 0, 10_000)
     assert [(r.body, r.ruling) for r in fast_rows] == [(r.body, r.ruling) for r in locked_rows]
     assert [r.version for r in fast_rows if r.ruling is not None] == [index + 1]
     assert store.verify(fast_table)[2] == [] and store.verify(locked_table)[2] == []
@@ -398,7 +423,7 @@ def test_the_heads_snapshot_is_stored_uncompressed_and_starts_a_cold_store(
         ).fetchone()
     assert storage == ("e",)
     assert version == cut and compression is None
-    tip = store.cache.peek(table)
+    tip = store.cache.peek(("acme", table))
     assert tip is not None and bytes(snapshot) == store.engine.encode_state(tip.state)
     cold = EventStore(store.pool, store.engine)
     fast = cold.fast_appends

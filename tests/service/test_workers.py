@@ -97,10 +97,10 @@ def _events(wire: list[dict[str, Any]]) -> list[Any]:
 
 def _check_table(store: EventStore, table: str, wire: list[dict[str, Any]], *others: EventStore) -> None:
     """Stored exactly ``wire``, versions 1..n, chain intact; no store caches a wrong tip."""
-    stored = store.read_table(table, 0, 10_000)
+    stored = store.read_table("acme", table, 0, 10_000)
     assert [s.version for s in stored] == list(range(1, len(wire) + 1))
     assert [s.event_id for s in stored] == [e["id"] for e in wire]  # each event once, in order
-    head = store.head(table)
+    head = store.head("acme", table)
     assert head is not None and head.version == len(wire)
     tables, events, broken = store.verify(table)
     assert (tables, events, broken) == (1, len(wire), [])
@@ -110,7 +110,7 @@ def _check_table(store: EventStore, table: str, wire: list[dict[str, Any]], *oth
     for e in _events(wire):
         state = engine.step(state, engine.pin(e)).state
     for s in (store, *others):
-        tip = s.cache.peek(table)
+        tip = s.cache.peek(("acme", table))
         if tip is not None:
             assert tip.version <= head.version
             if tip.version == head.version:
@@ -139,8 +139,9 @@ def test_two_workers_appending_alternately_stay_correct(two_stores: tuple[EventS
     with pytest.raises(IllegalEvent):
         a.append("acme", table, None, _events(stale_legal))
     assert a.fast_appends == fast
-    assert a.head(table).version == 200  # type: ignore[union-attr]
-    assert a.cache.peek(table) is None or a.cache.peek(table).version != 100  # type: ignore[union-attr]
+    assert a.head("acme", table).version == 200  # type: ignore[union-attr]
+    tip = a.cache.peek(("acme", table))
+    assert tip is None or tip.version != 100
 
     # A appends v201-300: the retry above left A's cache at the stored head (v200), so the fast path
     third = a.append("acme", table, None, _events(wire[200:300]))
