@@ -61,7 +61,7 @@ class Park:
 
     def record(self) -> dict[str, Any]:
         if self.error is not None:
-            error_class, message = _describe(self.error)
+            error_class, message = describe(self.error)
         else:
             error_class, message = "parked_behind", f"waits for the parked event at position {self.behind}"
         return {
@@ -71,7 +71,7 @@ class Park:
         }  # fmt: skip
 
 
-def _describe(error: BaseException) -> tuple[str, str]:
+def describe(error: BaseException) -> tuple[str, str]:
     """(class, message) as stored: the driver's SQLSTATE class name and its primary message."""
     if isinstance(error, psycopg.Error) and error.diag.message_primary:
         return type(error).__name__, error.diag.message_primary[:2000]

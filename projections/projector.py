@@ -313,9 +313,10 @@ class Projector:
                                 out.extend(module.rows(fact))
                         except Exception as exc:  # this model cannot apply this event: park it
                             del out[n:]
-                            park = Park(name, key, ctx.tenant, table_id, version, None, exc)
-                            blocked.setdefault((name, ctx.tenant, table_id), position)
-                            parks.append(park)
+                            first = blocked.get((name, ctx.tenant, table_id)) if blocked else None
+                            if first is None:
+                                blocked[(name, ctx.tenant, table_id)] = position
+                            parks.append(Park(name, key, ctx.tenant, table_id, version, first, exc))
                             continue
                         if len(out) == n:
                             continue
@@ -427,25 +428,29 @@ class Projector:
         """One model's parked events of one table, in version order; how many applied."""
         module = registry.BY_NAME[name]
         for i, (version, position) in enumerate(parks):
-            try:
-                with conn.transaction():
-                    module.write(conn, [row for fact in facts.get(version, []) for row in module.rows(fact)])
-                    conn.execute(_DELETE_PARKED, (name, position))
+            error: Exception | None = None
+            try:  # the model's pure rows: any exception is this event's
+                rows = [row for fact in facts.get(version, []) for row in module.rows(fact)]
             except Exception as exc:
-                if not parkable(exc):
-                    raise
-                error_class, message = parked._describe(exc)
-                conn.execute(_FAILED_AGAIN, (error_class, message, name, position))
-                rest = [pos for _, pos in parks[i + 1 :]]
-                conn.execute(_BEHIND, (position, name, rest))
-                log.error(
-                    "projection_parked_still_failing",
-                    projection=name,
-                    table_id=table_id,
-                    version=version,
-                    error=f"{error_class}: {message}"[:500],
-                )
-                return i
+                error = exc
+            if error is None:
+                try:
+                    with conn.transaction():
+                        module.write(conn, rows)
+                        conn.execute(_DELETE_PARKED, (name, position))
+                    continue
+                except Exception as exc:
+                    if not parkable(exc):
+                        raise
+                    error = exc
+            error_class, message = parked.describe(error)
+            conn.execute(_FAILED_AGAIN, (error_class, message, name, position))
+            conn.execute(_BEHIND, (position, name, [pos for _, pos in parks[i + 1 :]]))
+            log.error(
+                "projection_parked_still_failing", projection=name, table_id=table_id, version=version,
+                error=f"{error_class}: {message}"[:500],
+            )  # fmt: skip
+            return i
         return len(parks)
 
     # ------------------------------------------------------------------ rebuild
