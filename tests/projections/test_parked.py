@@ -21,6 +21,7 @@ from domain.events import convert
 from projections import ledger, player_stats, registry
 from projections.model import HandSettled
 from projections.projector import Projector
+from tests.projections.helpers import dump_read_models as _dump
 from tests.projections.helpers import simulated
 
 pytestmark = pytest.mark.db
@@ -42,28 +43,6 @@ def _settles(events: list[Any]) -> int:
 def q(url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     with psycopg.connect(url) as conn:
         return conn.execute(sql, params).fetchall()
-
-
-def _dump(url: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every read model's rows in a stable order (the ledger without its serial entry_id)."""
-    entry_cols = ", ".join(
-        c for c in ("tenant", "account", "account_kind", "seq", "amount", "balance", "counterparty",
-                    "counterparty_kind", "table_id", "hand", "ordinal", "line", "event", "reason",
-                    "seat", "detail", "position")
-    )  # fmt: skip
-    return {
-        "settlements": q(url, "SELECT * FROM proj_hand_settlements ORDER BY table_id, ordinal"),
-        "entries": q(
-            url, f"SELECT {entry_cols} FROM proj_ledger_entries ORDER BY tenant, account_kind, account, seq"
-        ),
-        "accounts": q(url, "SELECT * FROM proj_ledger_accounts ORDER BY 1, 2, 3"),
-        "stats": q(url, "SELECT * FROM proj_player_stats ORDER BY 1, 2, 3"),
-        "patterns": q(url, "SELECT * FROM proj_player_patterns ORDER BY 1, 2, 3, 4"),
-        "discrepancies": q(url, "SELECT * FROM proj_discrepancies ORDER BY table_id, reported_event"),
-        "snapshots": q(
-            url, "SELECT table_id, version, hand, md5(state) FROM proj_table_snapshots ORDER BY 1, 2"
-        ),
-    }
 
 
 @pytest.fixture()
