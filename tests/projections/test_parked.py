@@ -45,6 +45,20 @@ def q(url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         return conn.execute(sql, params).fetchall()
 
 
+@pytest.fixture(autouse=True)
+def logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
+    """The projector's log lines, captured (a logger cached by an earlier test may print to a
+    stream that test closed)."""
+    import structlog
+    from structlog.testing import capture_logs
+
+    from projections import projector as projector_module
+
+    with capture_logs() as captured:
+        monkeypatch.setattr(projector_module, "log", structlog.get_logger("kwx.projector"))
+        yield captured
+
+
 @pytest.fixture()
 def poison_ledger(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
     """The ledger's rows for the first settlement of the tables named in the set carry amounts
@@ -63,7 +77,7 @@ def poison_ledger(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
 
 
 def test_a_poison_event_is_parked_and_every_other_event_reaches_every_read_model(
-    private_db: tuple[Any, str], poison_ledger: set[str]
+    private_db: tuple[Any, str], poison_ledger: set[str], logs: list[dict[str, Any]]
 ) -> None:
     store, url = private_db
     projector = Projector(store.pool, store, engine)
@@ -125,6 +139,8 @@ def test_a_poison_event_is_parked_and_every_other_event_reaches_every_read_model
     assert [r[3] for r in parked_rows] == [v for (v,) in booking] and len(booking) >= 2
     assert rest and all(r[4] == "parked_behind" and r[6] is not None for r in rest)
     assert all(r[1] == a for r in parked_rows) and all(r[7] == 1 for r in parked_rows)
+    said = [e for e in logs if e["event"] == "projection_event_parked"]
+    assert [(e["projection"], e["table_id"], e["version"]) for e in said] == [("ledger", poison, first[3])]
     (event_id,) = q(url, "SELECT event_id FROM projection_parked WHERE behind IS NULL")[0]
     assert event_id == q(url, "SELECT event_id FROM events WHERE table_id = %s AND version = %s",
                          poison, first[3])[0][0]  # fmt: skip

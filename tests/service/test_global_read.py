@@ -32,7 +32,9 @@ def drain(store: EventStore, after: tuple[int, int, int]) -> tuple[list[Any], tu
         after = (batch[-1].epoch, batch[-1].tx_id, batch[-1].position)
 
 
-def drain_until(store: EventStore, after: tuple[int, int, int], n: int) -> tuple[list[Any], tuple[int, int, int]]:
+def drain_until(
+    store: EventStore, after: tuple[int, int, int], n: int
+) -> tuple[list[Any], tuple[int, int, int]]:
     """Like drain, waiting (up to 10 s) for ``n`` events: on a shared server another session's
     transaction may hold the snapshot's xmin back for a moment."""
     seen: list[Any] = []
