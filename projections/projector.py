@@ -14,6 +14,17 @@
   folds each table — (tenant, table_id), as every log row says — incrementally, keeping its
   :class:`~projections.derive.TableCtx` in a bounded LRU; a table whose cached state is not
   exactly one event behind is refolded from its events.
+* **Parked events** (docs/projections.md §1): an event a read model cannot apply (its ``rows``
+  raise, or PostgreSQL refuses its rows: a value out of range, a constraint) is *parked* for that
+  model (``projection_parked``, :mod:`projections.parked`) and the model moves on. The batch is
+  applied whole as before; only when it fails is it applied again in one transaction with a
+  savepoint per model, and per event for a model whose rows fail, which isolates the poison. A
+  later event of a table with a parked event is parked behind it for that model, in order, until
+  ``retry`` applies them. Errors of the database itself (a lost connection, a timeout) are not
+  poison: the batch fails and is tried again, as before.
+* **Log epochs**: the log's order is ``(epoch, tx_id, position)`` (docs/operations.md); a
+  checkpoint ahead of anything the log can produce in the current epoch is *stale*, logged
+  (``projector_checkpoint_stale``) and shown by ``kwx projections status`` and health.
 * **Within a second**: the background :class:`ProjectorRunner` LISTENs on ``kwx_events`` (a
   statement-level trigger on ``events`` NOTIFYs at each append's commit) and also polls every
   ``poll_seconds`` as a safety net. Why not inline in the append: projection work would add to
@@ -37,10 +48,11 @@ import structlog
 from sqlalchemy import delete
 from sqlalchemy.dialects.postgresql import insert
 
-from projections import registry
+from projections import parked, registry
 from projections.derive import TableCtx, Unreadable, advance_row, new_ctx
-from projections.log import read_page
+from projections.log import LogPlace, read_page
 from projections.model import Fact
+from projections.parked import Park, parkable
 from projections.schema import OWNED, checkpoints
 from projections.sql import Connection, execute_many
 
@@ -60,15 +72,16 @@ class StoredEventLike(Protocol):
 
 
 class EventSource(Protocol):
-    """What the projector needs from the event store (services.store.events.EventStore); the log
-    itself it reads with :func:`projections.log.read_page`, inside its batch transaction."""
+    """The event store (services.store.events.EventStore). The projector reads the log with
+    :func:`projections.log.read_page` and a table's events for a refold with its own statement,
+    both on the batch's connection: no second pooled connection while it holds one."""
 
     def read_table(
         self, tenant: str, table_id: str, after: int = 0, limit: int = 100
     ) -> Sequence[StoredEventLike]: ...
 
 
-Checkpoint = tuple[int, int]
+Checkpoint = LogPlace  # (epoch, tx_id, position) of the last event a model applied
 
 
 class Projector:
@@ -94,63 +107,128 @@ class Projector:
         self.cache_size = cache_size
         self._tables: OrderedDict[tuple[str, str], TableCtx] = OrderedDict()  # (tenant, table_id)
         self._lock = threading.Lock()
+        self._parked_now: dict[str, int] = {}  # each model's parked count, as last read
+        self._parked_key: tuple[int, ...] | None = None
+        self._blocked: dict[tuple[str, str, str], int] | None = None
+        self._stale_said: dict[str, Checkpoint] = {}
         self.refolds = 0
         self.applied = 0
 
     # ------------------------------------------------------------------ per-table state
-    def _ctx(self, tenant: str, table_id: str, version: int) -> TableCtx:
-        """The table's context after ``version − 1`` events (cached, else refolded)."""
+    def _ctx(self, tenant: str, table_id: str, version: int, conn: Connection | None = None) -> TableCtx:
+        """The table's context after ``version − 1`` events (cached, else refolded on ``conn``,
+        the caller's connection; without one, on a connection of its own)."""
         key = (tenant, table_id)
         ctx = self._tables.get(key)
         if ctx is not None and ctx.version == version - 1:
             self._tables.move_to_end(key)
             return ctx
-        ctx = self._refold(tenant, table_id, version - 1)
+        if conn is None:
+            with self.pool.connection() as own:
+                ctx = self._refold(own, tenant, table_id, version - 1)
+        else:
+            ctx = self._refold(conn, tenant, table_id, version - 1)
         self._tables[key] = ctx
         while len(self._tables) > self.cache_size:
             self._tables.popitem(last=False)
         return ctx
 
-    def _refold(self, tenant: str, table_id: str, upto: int) -> TableCtx:
+    def _refold(self, conn: Connection, tenant: str, table_id: str, upto: int) -> TableCtx:
         self.refolds += 1
         ctx = new_ctx(self.engine, table_id, tenant)
-        after = 0
-        while after < upto:
-            page = self.source.read_table(tenant, table_id, after=after, limit=min(1000, upto - after))
-            if not page:
-                break
-            for ev in page:
-                if ev.version > upto:
-                    break
-                self._advance(ctx, ev)
-                after = ev.version
+        self._fold(conn, ctx, upto)
         return ctx
 
-    def _advance(self, ctx: TableCtx, ev: StoredEventLike) -> list[Fact]:
-        """``derive.advance`` with the event's stored ruling; an unreadable event is skipped."""
-        try:
-            return advance_row(self.engine, ctx, ev.body, ev.ruling, ev.version, ev.position, ev.tx_id)
-        except Unreadable as exc:
-            _skipped(ev.table_id, ev.version, exc)
-            return []
+    def _fold(
+        self, conn: Connection, ctx: TableCtx, upto: int, keep: frozenset[int] = frozenset()
+    ) -> dict[int, list[Fact]]:
+        """Advance ``ctx`` over its table's stored events up to version ``upto``, read on ``conn``;
+        the facts of the versions in ``keep`` (the rest are dropped)."""
+        kept: dict[int, list[Fact]] = {}
+        after = ctx.version
+        while after < upto:
+            page = conn.execute(
+                _TABLE_EVENTS, (ctx.tenant, ctx.table_id, after, upto, min(1000, upto - after))
+            ).fetchall()
+            if not page:
+                break
+            for version, position, tx_id, body, ruling in page:
+                try:
+                    facts = advance_row(self.engine, ctx, body, ruling, version, position, tx_id)
+                except Unreadable as exc:
+                    _skipped(ctx.table_id, version, exc)
+                    facts = []
+                if version in keep:
+                    kept[version] = facts
+                after = version
+        return kept
+
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoints(self, conn: Connection, names: Sequence[str]) -> dict[str, Checkpoint]:
         rows = conn.execute(_CHECKPOINTS).fetchall()
-        found = {name: (int(tx), int(pos)) for name, tx, pos in rows}
+        found = {name: (int(ep), int(tx), int(pos)) for name, ep, tx, pos, *_ in rows}
+        self._parked_now = {name: int(n) for name, _, _, _, n, *_ in rows}
+        if rows:
+            self._note_stale(found, int(rows[0][5]), int(rows[0][6]))
         missing = [n for n in names if n not in found]
         if missing:
             execute_many(
                 conn,
                 insert(checkpoints).on_conflict_do_nothing(index_elements=["name"]),
-                [{"name": n, "tx_id": 0, "position": 0, "events": 0} for n in missing],
+                [{"name": n, "epoch": 0, "tx_id": 0, "position": 0, "events": 0} for n in missing],
             )
-            found.update({n: (0, 0) for n in missing})
+            found.update({n: (0, 0, 0) for n in missing})
         return {n: found[n] for n in names}
 
     def checkpoints(self) -> dict[str, Checkpoint]:
         with self.pool.connection() as conn, conn.transaction():
             return self._checkpoints(conn, self.names)
+
+    def _note_stale(self, found: dict[str, Checkpoint], epoch: int, next_xid: int) -> None:
+        """Log each checkpoint ahead of anything the log can produce (once, until it changes)."""
+        for name, cp in found.items():
+            if stale(cp, epoch, next_xid):
+                if self._stale_said.get(name) != cp:
+                    self._stale_said[name] = cp
+                    log.error(
+                        "projector_checkpoint_stale", projection=name, checkpoint=list(cp), epoch=epoch,
+                        next_xid=next_xid, help="restored or copied checkpoints: kwx projections rebuild",
+                    )  # fmt: skip
+            else:
+                self._stale_said.pop(name, None)
+
+    def _blocked_tables(self, conn: Connection, names: Sequence[str]) -> dict[tuple[str, str, str], int]:
+        """(model, tenant, table) → position of its first parked event; reloaded only when a
+        model's parked count (read with the checkpoints) changed."""
+        key = tuple(self._parked_now.get(n, 0) for n in names)
+        if key != self._parked_key or self._blocked is None:
+            self._blocked = parked.blocked(conn) if any(key) else {}
+            self._parked_key = key
+        return self._blocked
+
+    def status(self) -> list[dict[str, Any]]:
+        """Per model: its checkpoint, how many stored events are after it (the log's order), its
+        parked events (count, when the oldest was parked) and whether the checkpoint is stale."""
+        out = []
+        with self.pool.connection() as conn, conn.transaction():
+            cps = self._checkpoints(conn, self.names)
+            row = conn.execute(_EPOCH_NOW).fetchone()
+            epoch, next_xid = (int(row[0]), int(row[1])) if row else (0, 0)
+            summary = parked.summary(conn)
+            for name, (ep, tx, pos) in cps.items():
+                (behind,) = conn.execute(_BEHIND_COUNT, (ep, str(tx), pos)).fetchone() or (0,)
+                count, oldest = summary.get(name, (0, None))
+                is_stale = stale((ep, tx, pos), epoch, next_xid)
+                line = {"projection": name, "epoch": ep, "tx_id": tx, "position": pos, "behind": behind,
+                        "parked": count, "oldest_parked": oldest, "stale": is_stale}  # fmt: skip
+                if line["stale"]:
+                    line["message"] = (
+                        f"checkpoint ahead of the log (epoch {epoch}, next xid {next_xid}): restored or "
+                        "copied read models; run kwx projections rebuild"
+                    )
+                out.append(line)
+        return out
 
     # ------------------------------------------------------------------ the loop
     def run_once(self, names: Sequence[str] | None = None) -> int:
@@ -158,12 +236,20 @@ class Projector:
         names = tuple(names) if names is not None else self.names
         with self._lock:
             try:
-                return self._run_once(names)
+                try:
+                    return self._run_once(names, careful=False)
+                except Exception as exc:
+                    if not parkable(exc):
+                        raise
+                    # Some model's rows failed: the batch rolled back. Once more, isolating them.
+                    self._tables.clear()  # memory is ahead of the rolled-back checkpoints
+                    log.warning("projector_batch_isolating", error=repr(exc)[:500])
+                    return self._run_once(names, careful=True)
             except BaseException:
                 self._tables.clear()  # memory may be ahead of the rolled-back checkpoints
                 raise
 
-    def _run_once(self, names: Sequence[str]) -> int:
+    def _run_once(self, names: Sequence[str], careful: bool) -> int:
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROJECTOR_LOCK,))
             cps = self._checkpoints(conn, names)
@@ -171,21 +257,28 @@ class Projector:
             events = read_page(conn, start, self.batch_size)
             if not events:
                 return 0
+            # this batch's own blocks join a copy (the shared one changes only when parks commit)
+            blocked = dict(self._blocked_tables(conn, names))
+            parks: list[Park] = []
             rows: dict[str, list[Any]] = {n: [] for n in names}
-            modules = [(n, registry.BY_NAME[n], rows[n], cps[n]) for n in names]
+            # careful: each event's rows as a span (first, end, its Park if it must be parked)
+            spans: dict[str, list[tuple[int, int, Park]]] = {n: [] for n in names}
+            modules = [
+                (n, registry.BY_NAME[n], rows[n], cps[n], spans[n] if careful else None) for n in names
+            ]
             # Every event read is after ``start``; a model whose checkpoint is further on (a
             # rebuild of some models) counts only the events after its own.
             counts = {
                 n: len(events)
                 if cps[n] == start
-                else sum((tx, pos) > cps[n] for _, _, pos, tx, _, _, _ in events)
+                else sum((ep, tx, pos) > cps[n] for _, _, pos, tx, _, _, _, ep in events)
                 for n in names
             }
             current: str | None = None
             current_tenant: str | None = None
             ctx: TableCtx | None = None
             engine = self.engine
-            for table_id, version, position, tx_id, body, ruling, tenant in events:
+            for table_id, version, position, tx_id, body, ruling, tenant, epoch in events:
                 # Consecutive events of one table (an append's) reuse its context: _ctx would
                 # return the same one, already last in the LRU.
                 if (
@@ -195,31 +288,81 @@ class Projector:
                     or ctx.version != version - 1
                 ):
                     current, current_tenant = table_id, tenant
-                    ctx = self._ctx(tenant, table_id, version)
-                try:  # (Projector._advance inlined: a call per event)
+                    ctx = self._ctx(tenant, table_id, version, conn)
+                try:
                     facts = advance_row(engine, ctx, body, ruling, version, position, tx_id)
                 except Unreadable as exc:
                     _skipped(table_id, version, exc)
                     continue
                 if not facts:
                     continue
-                key = (tx_id, position)
-                for _name, module, out, cp in modules:
+                key = (epoch, tx_id, position)
+                for name, module, out, cp, span in modules:
                     if key > cp:
-                        for fact in facts:
-                            out.extend(module.rows(fact))
-            last = (events[-1][3], events[-1][2])  # (tx_id, position)
+                        n = len(out)
+                        try:
+                            for fact in facts:
+                                out.extend(module.rows(fact))
+                        except Exception as exc:  # this model cannot apply this event: park it
+                            del out[n:]
+                            first = blocked.get((name, ctx.tenant, table_id)) if blocked else None
+                            if first is None:
+                                blocked[(name, ctx.tenant, table_id)] = position
+                            parks.append(Park(name, key, ctx.tenant, table_id, version, first, exc))
+                            continue
+                        if len(out) == n:
+                            continue
+                        if blocked:
+                            first = blocked.get((name, ctx.tenant, table_id))
+                            if first is not None:  # behind a parked event of its table
+                                del out[n:]
+                                parks.append(Park(name, key, ctx.tenant, table_id, version, first, None))
+                                continue
+                        if span is not None:
+                            span.append(
+                                (n, len(out), Park(name, key, ctx.tenant, table_id, version, None, None))
+                            )
+            last = (events[-1][7], events[-1][3], events[-1][2])  # (epoch, tx_id, position)
             moved = [name for name in names if counts[name]]
-            # One pipeline for the writes: sent back to back, one round trip (the opening balances'
-            # SELECT of the ledger syncs on its own); an error still fails the whole transaction.
-            with conn.pipeline():
-                for name, module, _, _ in modules:
-                    if counts[name]:
-                        module.write(conn, rows[name])
-                if moved:  # every model's checkpoint in one statement, after its rows
-                    conn.execute(_MOVE, (last[0], last[1], moved, [counts[n] for n in moved]))
+            if careful:
+                for name, module, out, _, span in modules:
+                    if counts[name] and out:
+                        assert span is not None
+                        parks += _write_isolating(conn, name, module, out, span, blocked)
+                self._write_parks(conn, parks)
+                if moved:
+                    conn.execute(_MOVE, (*last, moved, [counts[n] for n in moved], _parked_by(moved, parks)))
+            else:
+                # One pipeline for the writes: sent back to back, one round trip (the opening balances'
+                # SELECT of the ledger syncs on its own); an error still fails the whole transaction.
+                with conn.pipeline():
+                    for name, module, _, _, _ in modules:
+                        if counts[name]:
+                            module.write(conn, rows[name])
+                    if parks:
+                        self._write_parks(conn, parks)
+                    if moved:  # every model's checkpoint in one statement, after its rows
+                        conn.execute(
+                            _MOVE, (*last, moved, [counts[n] for n in moved], _parked_by(moved, parks))
+                        )
+            if parks:
+                self._parked_key = None  # the blocked tables are read again next batch
             self.applied += len(events)
             return len(events)
+
+    def _write_parks(self, conn: Connection, parks: list[Park]) -> None:
+        if not parks:
+            return
+        parked.insert(conn, parks)
+        for p in parks:
+            if p.error is not None:
+                log.error(
+                    "projection_event_parked", projection=p.model, tenant=p.tenant, table_id=p.table_id,
+                    version=p.version, error=f"{type(p.error).__name__}: {p.error}"[:500],
+                )  # fmt: skip
+        behind = sum(1 for p in parks if p.error is None)
+        if behind:
+            log.warning("projection_events_parked_behind", events=behind)
 
     def catch_up(self, names: Sequence[str] | None = None, max_seconds: float | None = None) -> int:
         """Run batches until the log has nothing new; the number of events read."""
@@ -230,6 +373,77 @@ class Projector:
             total += n
             if n == 0 or (deadline is not None and time.monotonic() > deadline):
                 return total
+
+    # ------------------------------------------------------------------ parked events
+    def retry(
+        self, model: str | None = None, table_id: str | None = None, tenant: str | None = None
+    ) -> dict[str, dict[str, int]]:
+        """Apply parked events again (all, or one model's, one table's), one transaction under the
+        projector lock: each table is folded once from its first event; per (model, table), its
+        parked events in version order, each in a savepoint. One that applies leaves the parked
+        table; the first that fails again stays with ``tries`` + 1 and its new error, and every
+        later one of its table stays behind it. Per model: {"applied": …, "parked": … still}."""
+        if model is not None and model not in registry.BY_NAME:
+            raise KeyError(f"unknown projection: {model}; known: {', '.join(registry.NAMES)}")
+        out: dict[str, dict[str, int]] = {}
+        with self._lock, self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROJECTOR_LOCK,))
+            rows = conn.execute(_PARKED_FOR_RETRY, {"m": model, "t": table_id, "tenant": tenant}).fetchall()
+            by_table: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
+            for name, ten, tid, version, position in rows:
+                by_table.setdefault((ten, tid), []).append((name, int(version), int(position)))
+            for (ten, tid), parks in by_table.items():
+                ctx = new_ctx(self.engine, tid, ten)
+                facts = self._fold(conn, ctx, max(v for _, v, _ in parks), frozenset(v for _, v, _ in parks))
+                for name in sorted({n for n, _, _ in parks}):
+                    counts = out.setdefault(name, {"applied": 0, "parked": 0})
+                    mine = sorted((v, pos) for n, v, pos in parks if n == name)
+                    applied = self._retry_table(conn, name, tid, facts, mine)
+                    counts["applied"] += applied
+                    counts["parked"] += len(mine) - applied
+            if out:
+                names = sorted(out)
+                conn.execute(_UNPARK, (names, [-out[n]["applied"] for n in names]))
+            self._parked_key = None
+        for name, counts in out.items():
+            log.info("projection_parked_retried", projection=name, **counts)
+        return out
+
+    def _retry_table(
+        self,
+        conn: Connection,
+        name: str,
+        table_id: str,
+        facts: dict[int, list[Fact]],
+        parks: list[tuple[int, int]],
+    ) -> int:
+        """One model's parked events of one table, in version order; how many applied."""
+        module = registry.BY_NAME[name]
+        for i, (version, position) in enumerate(parks):
+            error: Exception | None = None
+            try:  # the model's pure rows: any exception is this event's
+                rows = [row for fact in facts.get(version, []) for row in module.rows(fact)]
+            except Exception as exc:
+                error = exc
+            if error is None:
+                try:
+                    with conn.transaction():
+                        module.write(conn, rows)
+                        conn.execute(_DELETE_PARKED, (name, position))
+                    continue
+                except Exception as exc:
+                    if not parkable(exc):
+                        raise
+                    error = exc
+            error_class, message = parked.describe(error)
+            conn.execute(_FAILED_AGAIN, (error_class, message, name, position))
+            conn.execute(_BEHIND, (position, name, [pos for _, pos in parks[i + 1 :]]))
+            log.error(
+                "projection_parked_still_failing", projection=name, table_id=table_id, version=version,
+                error=f"{error_class}: {message}"[:500],
+            )  # fmt: skip
+            return i
+        return len(parks)
 
     # ------------------------------------------------------------------ rebuild
     def reset(self, names: Sequence[str]) -> None:
@@ -244,7 +458,9 @@ class Projector:
             conn.execute(f"TRUNCATE {', '.join(tables)}")
             text_, params = _compiled_delete(names)
             conn.execute(text_, params)
+            parked.forget(conn, names)  # a rebuild applies them again from the log
             self._tables.clear()
+            self._parked_key = None
 
     def rebuild(self, names: Sequence[str] | None = None) -> int:
         names = tuple(names) if names is not None else self.names
@@ -257,11 +473,86 @@ def _skipped(table_id: str, version: int, exc: Unreadable) -> None:
     log.error("projector_event_unreadable", table_id=table_id, version=version, error=str(exc))
 
 
-_CHECKPOINTS = f"SELECT name, tx_id, position FROM {checkpoints.name}"
-_MOVE = (
-    f"UPDATE {checkpoints.name} c SET tx_id = %s, position = %s, events = c.events + u.n "
-    "FROM unnest(%s::text[], %s::bigint[]) AS u(name, n) WHERE c.name = u.name"
+def stale(cp: Checkpoint, epoch: int, next_xid: int) -> bool:
+    """A checkpoint ahead of anything the log can produce: of an epoch after the current one, or
+    in the current epoch at a transaction id not yet assigned (``next_xid``: the snapshot's xmax).
+    What a restored or copied checkpoint looks like when the epoch did not change."""
+    return cp[0] > epoch or (cp[0] == epoch and cp[1] >= next_xid)
+
+
+# With each checkpoint, the current epoch and the cluster's next xid (for the stale check): the
+# same statement, no extra round trip.
+_CHECKPOINTS = (
+    f"SELECT name, epoch, tx_id, position, parked, (SELECT max(epoch) FROM log_epochs), "
+    f"pg_snapshot_xmax(pg_current_snapshot())::text::int8 FROM {checkpoints.name}"
 )
+_MOVE = (
+    f"UPDATE {checkpoints.name} c SET epoch = %s, tx_id = %s, position = %s, events = c.events + u.n, "
+    "parked = c.parked + u.p FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS u(name, n, p) "
+    "WHERE c.name = u.name"
+)
+_PARKED_FOR_RETRY = (
+    "SELECT model, tenant, table_id, version, position FROM projection_parked "
+    "WHERE (%(m)s::text IS NULL OR model = %(m)s::text) "
+    "AND (%(t)s::text IS NULL OR table_id = %(t)s::text) "
+    "AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text) "
+    "ORDER BY tenant, table_id, model, version FOR UPDATE"
+)
+_DELETE_PARKED = "DELETE FROM projection_parked WHERE model = %s AND position = %s"
+_FAILED_AGAIN = (
+    "UPDATE projection_parked SET tries = tries + 1, retried_at = now(), behind = NULL, "
+    "error_class = %s, error = %s WHERE model = %s AND position = %s"
+)
+_BEHIND = "UPDATE projection_parked SET behind = %s WHERE model = %s AND position = ANY(%s)"
+_UNPARK = (
+    "UPDATE projection_checkpoints c SET parked = c.parked + u.d "
+    "FROM unnest(%s::text[], %s::bigint[]) AS u(name, d) WHERE c.name = u.name"
+)
+_EPOCH_NOW = "SELECT (SELECT max(epoch) FROM log_epochs), pg_snapshot_xmax(pg_current_snapshot())::text::int8"
+_BEHIND_COUNT = "SELECT count(*) FROM events WHERE (epoch, tx_id, position) > (%s, %s::text::xid8, %s)"
+_TABLE_EVENTS = (
+    "SELECT version, position, tx_id::text::int8, body::text, ruling::text FROM events "
+    "WHERE tenant = %s AND table_id = %s AND version > %s AND version <= %s ORDER BY version LIMIT %s"
+)
+
+
+def _parked_by(names: Sequence[str], parks: Sequence[Park]) -> list[int]:
+    return [sum(1 for p in parks if p.model == n) for n in names]
+
+
+def _write_isolating(
+    conn: Connection,
+    name: str,
+    module: Any,
+    out: list[Any],
+    spans: list[tuple[int, int, Park]],
+    blocked: dict[tuple[str, str, str], int],
+) -> list[Park]:
+    """A model's rows of a batch that failed: all at once in a savepoint; if they fail, event by
+    event, each in a savepoint, parking the ones that fail — and, after one, the later events of its
+    table (behind it). Errors of the database itself are raised (the batch is tried again)."""
+    try:
+        with conn.transaction():
+            module.write(conn, out)
+        return []
+    except Exception as exc:
+        if not parkable(exc):
+            raise
+    parks: list[Park] = []
+    for first, end, park in spans:
+        table = (name, park.tenant, park.table_id)
+        if table in blocked:
+            parks.append(park.behind_of(blocked[table]))
+            continue
+        try:
+            with conn.transaction():
+                module.write(conn, out[first:end])
+        except Exception as exc:
+            if not parkable(exc):
+                raise
+            parks.append(park.failed(exc))
+            blocked[table] = park.place[2]
+    return parks
 
 
 def _compiled_delete(names: Sequence[str]) -> tuple[str, dict[str, Any]]:

@@ -8,6 +8,7 @@ async pool of the same connections in its event loop (:func:`open_async_pool`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import select
 import time
@@ -258,6 +259,23 @@ class AsyncPool(AsyncConnectionPool):
             await self.check()
 
 
+LOG_EPOCH = "SELECT kwx_log_epoch()"
+
+
+def log_epoch(conn: psycopg.Connection[Any]) -> int | None:
+    """Open a new log epoch if this cluster is not the latest epoch's (migration 0007; the gap-free
+    global read in docs/operations.md): run by every pool connection before its first use, so that
+    nothing kwx appends on a restored or upgraded cluster carries the old epoch. One statement per
+    new connection, none per request. None on a database before migration 0007."""
+    try:
+        row = conn.execute(LOG_EPOCH).fetchone()
+        conn.commit()
+    except psycopg.errors.UndefinedFunction:
+        conn.rollback()
+        return None
+    return int(row[0]) if row else None
+
+
 def make_pool(url: str, *, size: int, role: str | None) -> ConnectionPool:
     """A pool whose connections run as ``role`` (``SET ROLE``; see docs/operations.md)."""
 
@@ -266,6 +284,7 @@ def make_pool(url: str, *, size: int, role: str | None) -> ConnectionPool:
             conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
         conn.execute("SET statement_timeout = '30s'")
         conn.commit()
+        log_epoch(conn)
 
     reach = reachability(url)
     pool = Pool(
@@ -292,6 +311,10 @@ async def open_async_pool(url: str, *, size: int, role: str | None) -> AsyncConn
         if role:
             await conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
         await conn.execute("SET statement_timeout = '30s'")
+        # log_epoch's check, before the connection's first append (autocommit); a database before
+        # migration 0007 has no such function
+        with contextlib.suppress(psycopg.errors.UndefinedFunction):
+            await conn.execute(LOG_EPOCH)
 
     reach = reachability(url)
     pool = AsyncPool(

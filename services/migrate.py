@@ -18,9 +18,14 @@ def _config(url: str, role: str):  # type: ignore[no-untyped-def]
 
 
 def upgrade(url: str, role: str = "kwx_app", revision: str = "head") -> None:
+    import psycopg
     from alembic import command
 
+    from services.db import log_epoch
+
     command.upgrade(_config(url, role), revision)
+    with psycopg.connect(url) as conn:  # a restored or upgraded cluster: a new log epoch now
+        log_epoch(conn)
 
 
 def downgrade(url: str, role: str = "kwx_app", revision: str = "base") -> None:

@@ -1,18 +1,24 @@
 """``/v1/health``: no key needed; says whether the database answers, and how fresh the read models
-are (``projections``: caught up, or how long ago the oldest event they lack was recorded)."""
+are (``projections``: caught up, or how long ago the oldest event they lack was recorded; how many
+events are parked — a count only, no tenant or table; which checkpoints are stale).
+
+``/v1/projections/parked``: a tenant's own parked events (support or platform key), never another
+tenant's."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
 
-from projections import registry
+from projections import parked, registry
+from projections.projector import stale
 from services.api import schemas
 from services.api.answers import RETRY_AFTER, error_answer
-from services.api.deps import get_container
+from services.api.deps import Principal, get_container, get_principal, require_role
 from services.bootstrap import Container
+from services.db import reading
 
 router = APIRouter(prefix="/v1", tags=["health"])
 
@@ -42,17 +48,49 @@ def health(container: Annotated[Container, Depends(get_container)]) -> JSONRespo
 def _freshness(conn: Any) -> dict[str, Any]:
     """How far the read models are behind the log: the slowest model's checkpoint (a model that
     has none yet starts at the beginning), then the first stored event after it, by the log's
-    order (``(tx_id, position)``, its index: one probe). Two small statements; they also prove the
-    database answers."""
-    rows = conn.execute("SELECT name, tx_id::text, position FROM projection_checkpoints").fetchall()
-    done = {name: (int(tx), int(position)) for name, tx, position in rows}
-    tx, position = min(done.get(name, (0, 0)) for name in registry.NAMES)
-    row = conn.execute(_OLDEST_PENDING, (str(tx), position)).fetchone()
+    order (``(epoch, tx_id, position)``, its index: one probe); the parked count; the stale
+    checkpoints. Two small statements; they also prove the database answers."""
+    rows = conn.execute(_CHECKPOINTS).fetchall()
+    done = {name: (int(ep), int(tx), int(position)) for name, ep, tx, position, *_ in rows}
+    epoch, next_xid, parked_count = (int(rows[0][4]), int(rows[0][5]), int(rows[0][6])) if rows else (0, 0, 0)
+    ep, tx, position = min(done.get(name, (0, 0, 0)) for name in registry.NAMES)
+    row = conn.execute(_OLDEST_PENDING, (ep, str(tx), position)).fetchone()
     lag = 0.0 if row is None else max(0.0, round(float(row[0]), 3))
-    return {"caught_up": row is None, "lag_seconds": lag}
+    stale_ones = sorted(n for n, cp in done.items() if n in registry.BY_NAME and stale(cp, epoch, next_xid))
+    if not rows:
+        parked_count = 0
+    return {"caught_up": row is None and not stale_ones, "lag_seconds": lag, "parked": parked_count,
+            "stale": stale_ones}  # fmt: skip
 
 
+_CHECKPOINTS = (
+    "SELECT name, epoch, tx_id::text, position, (SELECT max(epoch) FROM log_epochs), "
+    "pg_snapshot_xmax(pg_current_snapshot())::text::int8, (SELECT count(*) FROM projection_parked) "
+    "FROM projection_checkpoints"
+)
 _OLDEST_PENDING = (
     "SELECT extract(epoch FROM statement_timestamp() - recorded_at)::float8 FROM events "
-    "WHERE (tx_id, position) > (%s::text::xid8, %s) ORDER BY tx_id, position LIMIT 1"
+    "WHERE (epoch, tx_id, position) > (%s, %s::text::xid8, %s) ORDER BY epoch, tx_id, position LIMIT 1"
 )
+
+
+@router.get(
+    "/projections/parked",
+    operation_id="projections-parked",
+    tags=["projections"],
+    summary="This tenant's parked events",
+    description="Events of the caller's tenant that a read model could not apply, oldest first "
+    "(docs/projections.md §1): the model, table, version and event id, the error, when, how many "
+    "tries, and `waits_for` — the version of the parked event of the same table it waits behind. "
+    "An operator applies them again with `kwx projections retry` after a fix.",
+    response_model=schemas.ParkedEvents,
+    responses=schemas.error_responses(401, 403, 503),
+)
+def parked_events(
+    principal: Annotated[Principal, Depends(get_principal)],
+    container: Annotated[Container, Depends(get_container)],
+    limit: Annotated[int, Query(ge=1, le=1000, description="at most this many")] = 100,
+) -> JSONResponse:
+    require_role(principal, "support", "platform")
+    items = reading(container.pool, lambda conn: parked.of_tenant(conn, principal.tenant, limit))
+    return JSONResponse({"parked": items})

@@ -87,6 +87,34 @@ class ProjectionsHealth(BaseModel):
         description="how long ago the oldest event not yet in every read model was recorded (0 when "
         "caught up): how stale stats, ledgers and settlements may be"
     )
+    parked: int = Field(
+        0,
+        description="events some read model could not apply, parked (docs/projections.md §1): "
+        "every other event keeps arriving; `kwx projections status` says which models",
+    )
+    stale: list[str] = Field(
+        default_factory=list,
+        description="read models whose checkpoint is ahead of anything the log can produce "
+        "(restored or copied read models): they receive nothing until rebuilt",
+    )
+
+
+class ParkedEvent(BaseModel):
+    model: str = Field(description="the read model that could not apply the event")
+    table_id: str
+    version: int
+    event_id: str
+    error_class: str = Field(description="the error's class, or `parked_behind`")
+    error: str
+    parked_at: str = Field(description="ISO 8601, UTC")
+    tries: int
+    waits_for: int | None = Field(
+        None, description="the version of the parked event of the same table this one waits behind"
+    )
+
+
+class ParkedEvents(BaseModel):
+    parked: list[ParkedEvent]
 
 
 class Health(BaseModel):

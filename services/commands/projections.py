@@ -4,7 +4,11 @@
 transaction, then replays the whole log from position 0 into them. A running service keeps
 serving meanwhile; its background projector and this command take turns on the projector lock,
 so nothing is applied twice. ``status`` prints each checkpoint and how many stored events are
-after it. ``follow`` runs the projector as its own process (for a service started with
+after it (in the log's order, ``(epoch, tx_id, position)``), its parked events (count, oldest) and
+whether it is stale (ahead of anything the log can produce: restored or copied read models).
+``retry [--model M] [--table ID]`` applies parked events again after a fix (docs/projections.md
+§1): the ones that apply leave the parked table, the ones still failing stay with tries + 1.
+``follow`` runs the projector as its own process (for a service started with
 ``KWX_PROJECTOR=off``) until Ctrl-C.
 Output: JSON lines.
 """
@@ -28,7 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="hand_settlements, ledger, player_stats, discrepancies, snapshots (default: all)",
     )
-    sub.add_parser("status", help="checkpoints of the read models")
+    sub.add_parser("status", help="checkpoints, parked events and staleness of the read models")
+    retry = sub.add_parser("retry", help="apply parked events again, in order (after a fix)")
+    retry.add_argument("--model", metavar="NAME", help="only this read model's parked events")
+    retry.add_argument("--table", metavar="ID", help="only this table's parked events")
+    retry.add_argument("--tenant", metavar="TENANT", help="only this tenant's parked events")
     sub.add_parser("follow", help="run the projector in this process until interrupted (LISTEN/NOTIFY)")
 
 
@@ -39,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     from services.settings import Settings
 
     names = tuple(getattr(args, "names", None) or registry.NAMES)
-    unknown = [n for n in names if n not in registry.BY_NAME]
+    model = getattr(args, "model", None)
+    unknown = [n for n in (*names, *([model] if model else [])) if n not in registry.BY_NAME]
     if unknown:
         message = f"unknown projection(s): {', '.join(unknown)}"
         print(json.dumps({"error": message, "known": list(registry.NAMES)}))
@@ -50,15 +59,16 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "follow":
             return _follow(projector, container.database_url)
         if args.action == "status":
-            for name, (tx_id, position) in projector.checkpoints().items():
-                with container.pool.connection() as conn:
-                    (behind,) = conn.execute(
-                        "SELECT count(*) FROM events WHERE (tx_id, position) > (%s::text::xid8, %s)",
-                        (tx_id, position),
-                    ).fetchone() or (0,)
-                print(
-                    json.dumps({"projection": name, "tx_id": tx_id, "position": position, "behind": behind})
-                )
+            for line in projector.status():
+                print(json.dumps(line))
+            return 0
+        if args.action == "retry":
+            done = projector.retry(model, args.table, args.tenant)
+            for name in registry.NAMES:
+                if name in done:
+                    print(json.dumps({"projection": name, **done[name]}))
+            if not done:
+                print(json.dumps({"retried": 0, "message": "no parked events matched"}))
             return 0
         from services import heap
 

@@ -83,6 +83,7 @@ class StoredEvent:
     body: str  # the event as JSON text (jsonb output)
     ruling: str | None  # JSON text, or None
     tenant: str = ""
+    epoch: int = 1  # the log epoch (read_all fills it in; docs/operations.md, the gap-free read)
 
 
 def _json_array(texts: list[str | None]) -> str:
@@ -584,26 +585,30 @@ class EventStore:
         """A read's rows; once more on another connection if the first one broke under it."""
         return read_rows(self.pool, stmt)[0]
 
-    def read_all(self, after: tuple[int, int] = (0, 0), limit: int = 1000) -> list[StoredEvent]:
+    def read_all(self, after: tuple[int, int, int] = (0, 0, 0), limit: int = 1000) -> list[StoredEvent]:
         """The global log, gap-free: events committed by transactions older than every transaction
-        still running, in (tx_id, position) order, strictly after the checkpoint ``after`` =
-        (tx_id, position) of the last event seen. Pass the last event's ``(tx_id, position)`` back
-        as the next ``after``; an event committed late can never land before it (docs/operations.md).
-        """
-        tx, pos = after
+        still running (in the current log epoch; every event of an older one), in (epoch, tx_id,
+        position) order, strictly after the checkpoint ``after`` = (epoch, tx_id, position) of the
+        last event seen. Pass the last event's ``(epoch, tx_id, position)`` back as the next
+        ``after``; an event committed late can never land before it (docs/operations.md). Reads
+        on one pooled connection, held for this statement only."""
+        from projections.log import fence
+
+        epoch, tx, pos = after
         stmt = (
             _stored_columns()
+            .add_columns(sa.literal_column("events.epoch"))
             .where(
-                sa.text("(events.tx_id, events.position) > (CAST(:tx AS xid8), :pos)").bindparams(
-                    tx=str(tx), pos=pos
-                ),
-                sa.text("events.tx_id < pg_snapshot_xmin(pg_current_snapshot())"),
+                sa.text(
+                    "(events.epoch, events.tx_id, events.position) > (:epoch, CAST(:tx AS xid8), :pos)"
+                ).bindparams(epoch=epoch, tx=str(tx), pos=pos),
+                sa.text(fence("events")),
             )
-            .order_by(ev.c.tx_id, ev.c.position)
+            .order_by(sa.text("events.epoch, events.tx_id, events.position"))
             .limit(limit)
         )
         with self.pool.connection() as conn:
-            return [_stored(row) for row in fetch(conn, stmt)]
+            return [_stored(row[:-1], row[-1]) for row in fetch(conn, stmt)]
 
     # ------------------------------------------------------------------ verify
     def verify(
@@ -640,5 +645,7 @@ def _stored_columns() -> sa.Select[Any]:
     )
 
 
-def _stored(row: tuple[Any, ...]) -> StoredEvent:
-    return StoredEvent(row[0], row[1], row[2], int(row[3]), row[4], row[5], row[6], row[7], row[8], row[9])
+def _stored(row: tuple[Any, ...], epoch: int = 1) -> StoredEvent:
+    return StoredEvent(
+        row[0], row[1], row[2], int(row[3]), row[4], row[5], row[6], row[7], row[8], row[9], epoch
+    )

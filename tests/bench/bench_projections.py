@@ -75,10 +75,10 @@ def run() -> None:
             _append(container, f"p{i}", events)
 
         started = time.perf_counter()
-        after, n = (0, 0), 0
+        after, n = (0, 0, 0), 0
         while page := container.store.read_all(after, 1000):
             n += len(page)
-            after = (page[-1].tx_id, page[-1].position)
+            after = (page[-1].epoch, page[-1].tx_id, page[-1].position)
         read_rate = n / (time.perf_counter() - started)
         print(f"baseline read_all (pages of 1000):    {read_rate:10,.0f} events/s")
 

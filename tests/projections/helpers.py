@@ -102,3 +102,25 @@ def violating(seed: int, hands: int = 2, preset: str | None = None) -> tuple[lis
         events.append(event)
     wire = [msgspec.to_builtins(event) for event in events]
     return [{k: v for k, v in e.items() if not (k == "at" and v is None)} for e in wire], codes
+
+
+def dump_read_models(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every read model's rows on the database ``url`` in a stable order (the ledger's entries
+    without their serial ``entry_id``; snapshots as md5): to compare incremental and rebuilt."""
+    import psycopg
+
+    entry_cols = (
+        "tenant, account, account_kind, seq, amount, balance, counterparty, counterparty_kind, table_id, "
+        "hand, ordinal, line, event, reason, seat, detail, position"
+    )
+    queries = {
+        "settlements": "SELECT * FROM proj_hand_settlements ORDER BY table_id, ordinal",
+        "entries": f"SELECT {entry_cols} FROM proj_ledger_entries ORDER BY 1, 3, 2, 4",
+        "accounts": "SELECT * FROM proj_ledger_accounts ORDER BY 1, 2, 3",
+        "stats": "SELECT * FROM proj_player_stats ORDER BY 1, 2, 3",
+        "patterns": "SELECT * FROM proj_player_patterns ORDER BY 1, 2, 3, 4",
+        "discrepancies": "SELECT * FROM proj_discrepancies ORDER BY table_id, reported_event",
+        "snapshots": "SELECT table_id, version, hand, md5(state) FROM proj_table_snapshots ORDER BY 1, 2",
+    }
+    with psycopg.connect(url) as conn:
+        return {name: conn.execute(sql).fetchall() for name, sql in queries.items()}

@@ -44,23 +44,25 @@ def _insert(
     return int(row[0])
 
 
-Row = tuple[str, int, int, int, str, str | None, str]
+Row = tuple[str, int, int, int, str, str | None, str, int]
 
 
 def _walk_store(store: EventStore, size: int) -> list[Row]:
-    out, after = [], (0, 0)
+    out, after = [], (0, 0, 0)
     while page := store.read_all(after, size):
-        out += [(e.table_id, e.version, e.position, e.tx_id, e.body, e.ruling, e.tenant) for e in page]
-        after = (page[-1].tx_id, page[-1].position)
+        out += [
+            (e.table_id, e.version, e.position, e.tx_id, e.body, e.ruling, e.tenant, e.epoch) for e in page
+        ]
+        after = (page[-1].epoch, page[-1].tx_id, page[-1].position)
     return out
 
 
 def _walk_lean(conn: psycopg.Connection[Any], size: int) -> list[Row]:
     out: list[Row] = []
-    after = (0, 0)
+    after = (0, 0, 0)
     while page := read_page(conn, after, size):
-        out += page  # (table_id, version, position, tx_id, body, ruling, tenant)
-        after = (page[-1][3], page[-1][2])
+        out += page  # (table_id, version, position, tx_id, body, ruling, tenant, epoch)
+        after = (page[-1][7], page[-1][3], page[-1][2])
     return out
 
 
@@ -101,9 +103,9 @@ def test_read_page_holds_back_events_behind_a_running_transaction(private_db: tu
         psycopg.connect(url) as a,
         psycopg.connect(url) as b,
     ):
-        start = (0, 0)
+        start = (0, 0, 0)
         while page := read_page(reader, start, 1000):
-            start = (page[-1][3], page[-1][2])
+            start = (page[-1][6], page[-1][3], page[-1][2])
         _insert(a, a_table, 1)  # A: the older xid, still running
         _insert(b, b_table, 1)
         b.commit()

@@ -100,9 +100,9 @@ def projector_behind(url: str) -> int:
 
     with psycopg.connect(url) as conn:
         row = conn.execute(
-            "SELECT count(*) FROM events e, (SELECT tx_id, position FROM projection_checkpoints "
-            "ORDER BY tx_id, position LIMIT 1) c "
-            "WHERE (e.tx_id, e.position) > (c.tx_id::text::xid8, c.position)"
+            "SELECT count(*) FROM events e, (SELECT epoch, tx_id, position FROM projection_checkpoints "
+            "ORDER BY epoch, tx_id, position LIMIT 1) c "
+            "WHERE (e.epoch, e.tx_id, e.position) > (c.epoch, c.tx_id::text::xid8, c.position)"
         ).fetchone()
         models = conn.execute("SELECT count(*) FROM projection_checkpoints").fetchone()
     assert models is not None and row is not None

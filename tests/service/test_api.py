@@ -50,7 +50,7 @@ def test_health_says_how_far_the_read_models_are_behind(pg_cluster: Any) -> None
     try:
         with TestClient(create_app(container=container)) as client:
             fresh = client.get("/v1/health").json()["projections"]
-            assert fresh == {"caught_up": True, "lag_seconds": 0.0}
+            assert fresh == {"caught_up": True, "lag_seconds": 0.0, "parked": 0, "stale": []}
             container.store.append("acme", "health-1", 0, [convert(e) for e in legal_table(51)[:30]])
             behind = client.get("/v1/health").json()["projections"]
             assert behind["caught_up"] is False and behind["lag_seconds"] >= 0.0
@@ -58,7 +58,8 @@ def test_health_says_how_far_the_read_models_are_behind(pg_cluster: Any) -> None
             # the other four read models have no checkpoint yet: still behind
             assert client.get("/v1/health").json()["projections"]["caught_up"] is False
             Projector(container.pool, container.store, engine).catch_up()
-            assert client.get("/v1/health").json()["projections"] == {"caught_up": True, "lag_seconds": 0.0}
+            caught_up = {"caught_up": True, "lag_seconds": 0.0, "parked": 0, "stale": []}
+            assert client.get("/v1/health").json()["projections"] == caught_up
     finally:
         container.close()
 

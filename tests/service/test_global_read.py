@@ -22,17 +22,19 @@ from tests.service.streams import legal_table, relabel
 pytestmark = pytest.mark.db
 
 
-def drain(store: EventStore, after: tuple[int, int]) -> tuple[list[Any], tuple[int, int]]:
+def drain(store: EventStore, after: tuple[int, int, int]) -> tuple[list[Any], tuple[int, int, int]]:
     seen: list[Any] = []
     while True:
         batch = store.read_all(after, 500)
         if not batch:
             return seen, after
         seen.extend(batch)
-        after = (batch[-1].tx_id, batch[-1].position)
+        after = (batch[-1].epoch, batch[-1].tx_id, batch[-1].position)
 
 
-def drain_until(store: EventStore, after: tuple[int, int], n: int) -> tuple[list[Any], tuple[int, int]]:
+def drain_until(
+    store: EventStore, after: tuple[int, int, int], n: int
+) -> tuple[list[Any], tuple[int, int, int]]:
     """Like drain, waiting (up to 60 s) for ``n`` events: on a shared server another session's
     transaction may hold the snapshot's xmin back for a moment."""
     seen: list[Any] = []
@@ -60,7 +62,7 @@ def test_lower_xid_with_higher_positions_committing_first_is_not_skipped(
     private_db: tuple[EventStore, str],
 ) -> None:
     store, database_url = private_db
-    _, checkpoint = drain(store, (0, 0))
+    _, checkpoint = drain(store, (0, 0, 0))
     a_table, b_table = "gap-a-" + uuid.uuid4().hex[:8], "gap-b-" + uuid.uuid4().hex[:8]
     with psycopg.connect(database_url) as a, psycopg.connect(database_url) as b:
         a_xid = int(a.execute("SELECT pg_current_xact_id()::text").fetchone()[0])  # type: ignore[index]
@@ -82,7 +84,7 @@ def test_an_event_of_a_running_transaction_holds_back_later_commits(
     private_db: tuple[EventStore, str],
 ) -> None:
     store, database_url = private_db
-    _, checkpoint = drain(store, (0, 0))
+    _, checkpoint = drain(store, (0, 0, 0))
     a_table, b_table = "hold-a-" + uuid.uuid4().hex[:8], "hold-b-" + uuid.uuid4().hex[:8]
     with psycopg.connect(database_url) as a, psycopg.connect(database_url) as b:
         _raw_insert(a, a_table, 1)  # A: older xid, still running
@@ -97,7 +99,7 @@ def test_an_event_of_a_running_transaction_holds_back_later_commits(
 
 def test_concurrent_writers_and_a_tailing_reader_see_every_event_once_in_order(container: Any) -> None:
     store: EventStore = container.store
-    _, checkpoint = drain(store, (0, 0))
+    _, checkpoint = drain(store, (0, 0, 0))
     run = uuid.uuid4().hex[:8]
     wire = legal_table(31)
     writers, per_writer = 4, 3
@@ -144,7 +146,7 @@ def test_concurrent_writers_and_a_tailing_reader_see_every_event_once_in_order(c
     keys = [(e.table_id, e.version) for e in seen]
     assert len(keys) == len(set(keys)), "an event was delivered twice"
     assert set(keys) == expected, "an event was skipped"
-    order = [(e.tx_id, e.position) for e in seen]
+    order = [(e.epoch, e.tx_id, e.position) for e in seen]
     assert order == sorted(order)
     for table in tables:
         versions = [e.version for e in seen if e.table_id == table]
