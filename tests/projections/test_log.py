@@ -105,7 +105,7 @@ def test_read_page_holds_back_events_behind_a_running_transaction(private_db: tu
     ):
         start = (0, 0, 0)
         while page := read_page(reader, start, 1000):
-            start = (page[-1][6], page[-1][3], page[-1][2])
+            start = (page[-1][7], page[-1][3], page[-1][2])
         _insert(a, a_table, 1)  # A: the older xid, still running
         _insert(b, b_table, 1)
         b.commit()

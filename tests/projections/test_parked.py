@@ -250,10 +250,11 @@ def test_the_projector_works_with_a_pool_of_one_connection(private_db: tuple[Any
         pool.timeout = 5.0  # a second checkout would wait this long, then fail the batch
         table = "one-" + uuid.uuid4().hex[:6]
         events = _table(9301, 2)
-        store.append("t1-" + uuid.uuid4().hex[:6], table, 0, events[:40])
+        tenant = "t1-" + uuid.uuid4().hex[:6]
+        store.append(tenant, table, 0, events[:40])
         Projector(pool, store, engine).catch_up()
         fresh = Projector(pool, store, engine)  # no cached context: the next event needs a refold
-        store.append(store.head(table).tenant, table, 40, events[40:])
+        store.append(tenant, table, 40, events[40:])
         assert fresh.catch_up() == len(events) - 40
         assert fresh.refolds >= 1
         rows = q(url, "SELECT count(*) FROM proj_hand_settlements WHERE table_id = %s", table)[0][0]
