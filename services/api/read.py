@@ -165,9 +165,10 @@ def table_state(
     from projections import replay, views
 
     engine = _engine_module(container)
-    state, start = reading(
-        container.pool, lambda conn: replay.state_at(conn, container.store, engine, table_id, version)
-    )
+    # The snapshot on one pooled connection, given back before the events are read (each page on
+    # its own): never two connections held at once (issue 11 §3)
+    snap = reading(container.pool, lambda conn: replay.latest_snapshot(conn, table_id, version))
+    state, start = replay.state_at(snap, container.store, engine, table_id, version)
     if seat is not None:
         body = views.seat_view(state, seat)
     elif principal.role == "support":

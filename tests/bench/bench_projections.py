@@ -131,7 +131,7 @@ def run() -> None:
         with container.pool.connection() as conn:
             started = time.perf_counter()
             for _ in range(reps):
-                replay.state_at(conn, container.store, engine, "long", at)
+                replay.state_at(replay.latest_snapshot(conn, "long", at), container.store, engine, "long", at)
             snap = (time.perf_counter() - started) / reps
         started = time.perf_counter()
         for _ in range(reps):
