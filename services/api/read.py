@@ -72,7 +72,7 @@ router = APIRouter(
     prefix="/v1/tables",
     tags=["read"],
     lifespan=lifespan,
-    responses=schemas.error_responses(401, 403, 404, 422, 503),  # type: ignore[arg-type]
+    responses=schemas.error_responses(401, 403, 404, 422, 429, 431, 503),  # type: ignore[arg-type]
 )
 
 
