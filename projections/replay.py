@@ -1,6 +1,11 @@
 """The state of a table after any event, fast: the latest per-hand snapshot at or before the
 event (``proj_table_snapshots``), then only the events of that hand. Used by the state endpoint;
-the property test checks that it equals folding from event 1."""
+the property test checks that it equals folding from event 1.
+
+The snapshot is read first (:func:`latest_snapshot`, on a connection the caller then gives back),
+the events after it by ``source`` (the store, one pooled connection per page): nothing here holds
+one pooled connection while waiting for another, so reads cannot deadlock a small pool (issue 11
+§3; tests/service/test_read_pool.py runs every read route with a pool of one)."""
 
 from __future__ import annotations
 
@@ -24,13 +29,13 @@ def latest_snapshot(conn: Connection, tenant: str, table_id: str, at: int) -> tu
 
 
 def state_at(
-    conn: Connection, source: Any, engine: Any, tenant: str, table_id: str, at: int
+    snap: tuple[int, bytes] | None, source: Any, engine: Any, tenant: str, table_id: str, at: int
 ) -> tuple[Any, int]:
     """(state after event ``at`` of the tenant's table, the version the fold started from: 0 or a
-    snapshot's)."""
+    snapshot's), from ``snap`` (:func:`latest_snapshot` for ``at``, already read) and the events
+    ``source`` reads."""
     state = engine.initial()
     start = 0
-    snap = latest_snapshot(conn, tenant, table_id, at)
     if snap is not None:
         try:
             state = engine.decode_state(snap[1])

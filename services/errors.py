@@ -65,6 +65,19 @@ class RequestTimeout(ServiceError):
     status, code = 408, "request_timeout"
 
 
+class RequestHeaderFieldsTooLarge(ServiceError):
+    """The request line and headers are over ``KWX_MAX_HEADER_BYTES`` or ``KWX_MAX_HEADERS``
+    (services/api/deadline.py; the connection is closed)."""
+
+    status, code = 431, "request_header_fields_too_large"
+
+
+class RateLimited(ServiceError):
+    """Over a ``KWX_RATE_LIMIT_*`` limit (services/api/ratelimit.py); ``Retry-After`` says when."""
+
+    status, code = 429, "rate_limited"
+
+
 class PayloadTooLarge(ServiceError):
     status, code = 413, "payload_too_large"
 

@@ -9,6 +9,15 @@
 | ``KWX_WORKERS`` | cores | ``kwx serve`` HTTP workers (``--workers`` overrides; 1 with projector thread) |
 | ``KWX_MAX_BODY_BYTES`` | ``1048576`` | largest request body (413 beyond) |
 | ``KWX_BODY_TIMEOUT`` | ``30`` | seconds an append's body may take to arrive (408 beyond) |
+| ``KWX_HEADER_TIMEOUT`` | ``10`` | seconds a request's headers may take (408 beyond) |
+| ``KWX_MAX_HEADER_BYTES`` | ``16384`` | largest request line + headers (431 beyond, connection closed) |
+| ``KWX_MAX_HEADERS`` | ``100`` | most header lines in a request (431 beyond) |
+| ``KWX_RATE_LIMIT_KEY`` | ``1000/second`` | requests per API key (429; ``off``: none); ``limits``' notation |
+| ``KWX_RATE_LIMIT_TENANT`` | ``2000/second`` | requests per tenant, all its keys together (429; ``off``) |
+| ``KWX_RATE_LIMIT_STORAGE`` | ``memory://`` | where counts live: per process; ``redis://…``: shared |
+| ``KWX_READ_CONCURRENCY`` | pool size | reads a process runs at once (the others queue, fair by tenant) |
+| ``KWX_READ_QUEUE`` | ``64`` | read requests a process lets wait (503 beyond) |
+| ``KWX_READ_WAIT`` | ``2`` | seconds a read may wait for its turn (then 503 with Retry-After) |
 | ``KWX_MAX_BATCH`` | ``1000`` | most events in one append (413 beyond) |
 | ``KWX_SNAPSHOT_EVERY`` | ``50`` | write the table's state snapshot when it is this many events old |
 | ``KWX_LOG_LEVEL`` | ``info`` | structlog level |
@@ -43,6 +52,14 @@ class Settings:
     max_body_bytes: int = 1 << 20
     body_timeout: float = 30.0
     header_timeout: float = 10.0  # a request's headers, and a new connection's first bytes
+    max_header_bytes: int = 16 * 1024  # request line + headers (services/api/deadline.py)
+    max_headers: int = 100
+    rate_limit_key: str = "1000/second"  # `limits` notation; "" (KWX_RATE_LIMIT_KEY=off): none
+    rate_limit_tenant: str = "2000/second"
+    rate_limit_storage: str = "memory://"
+    read_concurrency: int | None = None  # None: the pool size (services/api/gate.py)
+    read_queue: int = 64
+    read_wait: float = 2.0
     max_batch: int = 1000
     snapshot_every: int = 50
     log_level: str = "info"
@@ -59,6 +76,23 @@ class Settings:
             raise ValueError(f"KWX_BODY_TIMEOUT={self.body_timeout}: expected seconds, more than 0")
         if not self.header_timeout > 0:  # (NaN too)
             raise ValueError(f"KWX_HEADER_TIMEOUT={self.header_timeout}: expected seconds, more than 0")
+        if self.max_header_bytes < 1024:
+            raise ValueError(f"KWX_MAX_HEADER_BYTES={self.max_header_bytes}: expected bytes, at least 1024")
+        if self.max_headers < 8:
+            raise ValueError(f"KWX_MAX_HEADERS={self.max_headers}: expected a count, at least 8")
+        for name, value in (("KWX_RATE_LIMIT_KEY", self.rate_limit_key),
+                            ("KWX_RATE_LIMIT_TENANT", self.rate_limit_tenant)):  # fmt: skip
+            _check_rate(name, value)
+        if not self.rate_limit_storage.partition("://")[1]:
+            raise ValueError(
+                f"KWX_RATE_LIMIT_STORAGE={self.rate_limit_storage!r}: expected memory:// or redis://HOST:PORT"
+            )
+        if self.read_concurrency is not None and self.read_concurrency < 1:
+            raise ValueError(f"KWX_READ_CONCURRENCY={self.read_concurrency}: expected at least 1")
+        if self.read_queue < 0:
+            raise ValueError(f"KWX_READ_QUEUE={self.read_queue}: expected a count, 0 or more")
+        if not self.read_wait > 0:  # (NaN too)
+            raise ValueError(f"KWX_READ_WAIT={self.read_wait}: expected seconds, more than 0")
         if self.shutdown_grace < 1:
             raise ValueError(f"KWX_SHUTDOWN_GRACE={self.shutdown_grace}: expected whole seconds, at least 1")
         if not self.projector_watchdog >= 0:  # (NaN too)
@@ -94,6 +128,14 @@ class Settings:
             max_body_bytes=int(env.get("KWX_MAX_BODY_BYTES") or (1 << 20)),
             body_timeout=float(env.get("KWX_BODY_TIMEOUT") or 30),
             header_timeout=float(env.get("KWX_HEADER_TIMEOUT") or 10),
+            max_header_bytes=int(env.get("KWX_MAX_HEADER_BYTES") or 16 * 1024),
+            max_headers=int(env.get("KWX_MAX_HEADERS") or 100),
+            rate_limit_key=_rate(env.get("KWX_RATE_LIMIT_KEY"), "1000/second"),
+            rate_limit_tenant=_rate(env.get("KWX_RATE_LIMIT_TENANT"), "2000/second"),
+            rate_limit_storage=env.get("KWX_RATE_LIMIT_STORAGE") or "memory://",
+            read_concurrency=int(env["KWX_READ_CONCURRENCY"]) if env.get("KWX_READ_CONCURRENCY") else None,
+            read_queue=int(env.get("KWX_READ_QUEUE") or 64),
+            read_wait=float(env.get("KWX_READ_WAIT") or 2),
             max_batch=int(env.get("KWX_MAX_BATCH") or 1000),
             snapshot_every=int(env.get("KWX_SNAPSHOT_EVERY") or 50),
             log_level=(env.get("KWX_LOG_LEVEL") or "info").lower(),
@@ -103,6 +145,27 @@ class Settings:
             shutdown_grace=_whole_seconds("KWX_SHUTDOWN_GRACE", env.get("KWX_SHUTDOWN_GRACE") or "10"),
             workers=int(env["KWX_WORKERS"]) if env.get("KWX_WORKERS") else None,
         )
+
+
+def _rate(text: str | None, default: str) -> str:
+    """A ``KWX_RATE_LIMIT_*`` value: unset → ``default``; ``off`` (0, none, false, no) → ``""``."""
+    if text is None or not text.strip():
+        return default
+    return "" if text.strip().lower() in ("off", "0", "none", "false", "no") else text.strip()
+
+
+def _check_rate(name: str, value: str) -> None:
+    """``value`` in the ``limits`` library's notation (``100/second``, ``10 per 1 second;
+    6000/minute``), or ``""`` (off)."""
+    if not value:
+        return
+    from limits import parse_many
+
+    try:
+        parse_many(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r}: expected a rate such as 100/second (several: "
+                         "100/second;3000/minute), or off") from None  # fmt: skip
 
 
 def _whole_seconds(name: str, text: str) -> int:

@@ -23,6 +23,16 @@ log = get_logger("kwx.api")
 RETRY_AFTER = (b"retry-after", b"1")  # seconds; on every 503
 
 
+def retry_after(status: int, body: dict[str, Any]) -> tuple[bytes, bytes] | None:
+    """The ``Retry-After`` header of an answer: ``RETRY_AFTER`` on a 503, the seconds until the
+    rate limit's window ends on a 429 (``retry_after`` in its body), else None."""
+    if status == 503:
+        return RETRY_AFTER
+    if status == 429:
+        return (b"retry-after", str(body.get("retry_after", 1)).encode())
+    return None
+
+
 def _unavailable(message: str) -> tuple[int, dict[str, Any]]:
     structlog.contextvars.bind_contextvars(outcome="unavailable", message=message)
     return 503, {"error": "unavailable", "message": message}

@@ -29,7 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.api import health, read, stats, tables
-from services.api.answers import RETRY_AFTER, error_answer
+from services.api.answers import error_answer, retry_after
 from services.bootstrap import Container
 from services.errors import ServiceError
 from services.logs import get_logger
@@ -73,8 +73,9 @@ def create_app(
 
 
 def _error(status: int, body: dict[str, Any]) -> JSONResponse:
-    if status == 503:  # a database fault (docs/faults.md): worth retrying soon
-        return JSONResponse(body, status_code=status, headers={"Retry-After": RETRY_AFTER[1].decode()})
+    retry = retry_after(status, body)  # a database fault (docs/faults.md), a rate limit: retry then
+    if retry is not None:
+        return JSONResponse(body, status_code=status, headers={"Retry-After": retry[1].decode()})
     return JSONResponse(body, status_code=status)
 
 

@@ -10,6 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from domain.rules import PRESETS
+from services.api.ratelimit import limits_of
 from services.bootstrap import Container
 from services.errors import Forbidden, InvalidTableId, Malformed, Unauthorized
 from services.store.keys import Principal
@@ -58,8 +59,9 @@ async def get_principal(
 
 
 async def principal_of(container: Container, authorization: str | None) -> Principal:
-    """The caller of ``Authorization: Bearer KEY`` (the scheme in any case), else 401. Shared by the
-    routes' dependency and the append fast path (services.api.tables.FastAppend)."""
+    """The caller of ``Authorization: Bearer KEY`` (the scheme in any case), else 401; counted
+    against the key's and the tenant's rate limits (429). Shared by the routes' dependency and the
+    append fast path (services.api.tables.FastAppend)."""
     scheme, _, key = (authorization or "").partition(" ")
     key = key.strip()
     if scheme.lower() != "bearer" or not key:
@@ -70,6 +72,12 @@ async def principal_of(container: Container, authorization: str | None) -> Princ
         principal = await run_in_threadpool(keys.authenticate, key)
     if principal is None:
         raise Unauthorized("unknown or revoked API key")
+    limits = limits_of(container)  # 429 rate_limited (services/api/ratelimit.py); None: off
+    if limits is not None:
+        if limits.local:
+            limits.check(principal)
+        else:  # a shared storage (Redis): its round trip off the event loop
+            await run_in_threadpool(limits.check, principal)
     return principal
 
 

@@ -74,7 +74,7 @@ router = APIRouter(
     prefix="/v1/tables",
     tags=["read"],
     lifespan=lifespan,
-    responses=schemas.error_responses(401, 403, 404, 422, 503),  # type: ignore[arg-type]
+    responses=schemas.error_responses(401, 403, 404, 422, 429, 431, 503),  # type: ignore[arg-type]
 )
 
 
@@ -168,10 +168,11 @@ def table_state(
     from projections import replay, views
 
     engine = _engine_module(container)
-    state, start = reading(
-        container.pool,
-        lambda conn: replay.state_at(conn, container.store, engine, principal.tenant, table_id, version),
-    )
+    # The snapshot on one pooled connection, given back before the events are read (each page on
+    # its own): never two connections held at once (issue 11 §3)
+    tenant = principal.tenant
+    snap = reading(container.pool, lambda conn: replay.latest_snapshot(conn, tenant, table_id, version))
+    state, start = replay.state_at(snap, container.store, engine, tenant, table_id, version)
     if seat is not None:
         body = views.seat_view(state, seat)
     elif principal.role == "support":

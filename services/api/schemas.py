@@ -127,7 +127,7 @@ class Health(BaseModel):
 
 
 ERROR_STATUSES: dict[int, str] = {
-    400: "bad_request: the body is not JSON, or a bad Content-Length",
+    400: "bad_request: the body is not JSON, or bad framing (Content-Length, Transfer-Encoding)",
     401: "unauthorized: no `Authorization: Bearer KEY`, or an unknown or revoked key",
     403: "forbidden: the key's role may not do this",
     404: "not_found: no such table (in the key's tenant: another tenant's is the same 404), hand, player "
@@ -137,15 +137,17 @@ ERROR_STATUSES: dict[int, str] = {
     413: "payload_too_large or batch_too_large",
     415: "unsupported_media_type: the body is not sent as application/json",
     422: "malformed (with field), invalid_table_id, or illegal_event (index, rule, message)",
-    503: "unavailable: the database is busy or unreachable; retry",
+    429: "rate_limited: over KWX_RATE_LIMIT_KEY or KWX_RATE_LIMIT_TENANT (scope, limit, retry_after)",
+    431: "request_header_fields_too_large: headers over KWX_MAX_HEADER_BYTES or KWX_MAX_HEADERS",
+    503: "unavailable: the database is busy or unreachable, or too many reads wait; retry",
 }
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` for these error statuses, all in the one error format (ErrorBody); a 503
-    also documents its ``Retry-After`` header (services.api.answers.RETRY_AFTER)."""
+    and a 429 also document their ``Retry-After`` header (services.api.answers.retry_after)."""
     return {
-        s: {"model": ErrorBody, "description": ERROR_STATUSES[s], **(_RETRY_AFTER if s == 503 else {})}
+        s: {"model": ErrorBody, "description": ERROR_STATUSES[s], **(_RETRY_AFTER if s in (429, 503) else {})}
         for s in statuses
     }
 

@@ -50,7 +50,8 @@ def create_served_app() -> ASGIApp:
     _die_with_parent()
     from services.api.deadline import HeaderDeadline
 
-    HeaderDeadline.header_timeout = settings.header_timeout  # this worker's connections
+    # this worker's connections
+    HeaderDeadline.configure(settings.header_timeout, settings.max_header_bytes, settings.max_headers)
     app = create_app(settings)
     inner = app.router.lifespan_context  # create_app's lifespan merged with the routers' (read.py)
 

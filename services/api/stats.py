@@ -51,7 +51,7 @@ from services.store.keys import Principal
 router = APIRouter(
     prefix="/v1",
     tags=["stats"],
-    responses=schemas.error_responses(401, 403, 404, 422, 503),  # type: ignore[arg-type]
+    responses=schemas.error_responses(401, 403, 404, 422, 429, 431, 503),  # type: ignore[arg-type]
 )
 _encoder = msgspec.json.Encoder()
 _ALL_ROLES = ("platform", "support", "dashboard")

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from domain.events import Event
 from services.api import schemas
-from services.api.answers import RETRY_AFTER, error_answer
+from services.api.answers import error_answer, retry_after
 from services.api.deps import (
     TableId,
     check_table_id,
@@ -60,8 +60,8 @@ class AppendBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 _decoder = msgspec.json.Decoder(AppendBody)
 
-_READ_ERRORS = schemas.error_responses(401, 403, 404, 422, 503)
-_APPEND_ERRORS = schemas.error_responses(400, 401, 403, 408, 409, 413, 415, 422, 503)
+_READ_ERRORS = schemas.error_responses(401, 403, 404, 422, 429, 431, 503)
+_APPEND_ERRORS = schemas.error_responses(400, 401, 403, 408, 409, 413, 415, 422, 429, 431, 503)
 
 
 def check_content_type(declared: str | None) -> None:
@@ -278,6 +278,7 @@ class FastAppend:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        retry = None
         try:
             container: Container = scope["app"].state.container
             principal = await principal_of(container, headers.get("authorization"))
@@ -288,9 +289,10 @@ class FastAppend:
         except Exception as exc:  # every failure becomes its answer, as the handlers give it
             status, body = error_answer(exc)
             answer = _encoder.encode(body)
+            retry = retry_after(status, body)  # 503, 429
         headers_out = [*_JSON, (b"content-length", str(len(answer)).encode())]
-        if status == 503:
-            headers_out.append(RETRY_AFTER)
+        if retry is not None:
+            headers_out.append(retry)
         await send({"type": "http.response.start", "status": status, "headers": headers_out})
         await send({"type": "http.response.body", "body": answer})
 

@@ -113,12 +113,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _http_protocol(settings: Settings) -> Any:
-    """uvicorn's httptools protocol with the headers' deadline (services/api/deadline.py), set to
-    ``KWX_HEADER_TIMEOUT`` here and, for ``--workers N``, again in each worker (served.py)."""
+    """uvicorn's httptools protocol with the headers' deadline, size and count
+    (services/api/deadline.py), set from ``KWX_HEADER_TIMEOUT``, ``KWX_MAX_HEADER_BYTES`` and
+    ``KWX_MAX_HEADERS`` here and, for ``--workers N``, again in each worker (served.py)."""
     from services.api.deadline import HeaderDeadline
 
-    HeaderDeadline.header_timeout = settings.header_timeout
-    return HeaderDeadline
+    return HeaderDeadline.configure(settings.header_timeout, settings.max_header_bytes, settings.max_headers)
 
 
 def _supervise(config: Any) -> list[int]:

@@ -131,7 +131,8 @@ def run() -> None:
         with container.pool.connection() as conn:
             started = time.perf_counter()
             for _ in range(reps):
-                replay.state_at(conn, container.store, engine, "bench", "long", at)
+                snapshot = replay.latest_snapshot(conn, "bench", "long", at)
+                replay.state_at(snapshot, container.store, engine, "bench", "long", at)
             snap = (time.perf_counter() - started) / reps
         started = time.perf_counter()
         for _ in range(reps):

@@ -125,6 +125,13 @@ def test_building_the_cli_imports_neither_the_web_stack_nor_the_database_driver(
         ("KWX_HEADER_TIMEOUT", "0", "KWX_HEADER_TIMEOUT=0.0: expected seconds, more than 0"),
         ("KWX_HEADER_TIMEOUT", "ten", "KWX_HEADER_TIMEOUT='ten'"),
         ("KWX_WORKERS", "0", "KWX_WORKERS=0: expected at least 1"),
+        ("KWX_MAX_HEADER_BYTES", "100", "KWX_MAX_HEADER_BYTES=100: expected bytes, at least 1024"),
+        ("KWX_MAX_HEADERS", "many", "KWX_MAX_HEADERS='many'"),
+        ("KWX_RATE_LIMIT_KEY", "100/fortnight", "KWX_RATE_LIMIT_KEY='100/fortnight': expected a rate"),
+        ("KWX_RATE_LIMIT_TENANT", "lots", "KWX_RATE_LIMIT_TENANT='lots': expected a rate"),
+        ("KWX_RATE_LIMIT_STORAGE", "localhost", "KWX_RATE_LIMIT_STORAGE='localhost': expected memory://"),
+        ("KWX_READ_WAIT", "0", "KWX_READ_WAIT=0.0: expected seconds, more than 0"),
+        ("KWX_READ_CONCURRENCY", "0", "KWX_READ_CONCURRENCY=0: expected at least 1"),
         ("KWX_PROJECTOR", "maybe", "KWX_PROJECTOR='maybe': expected on, thread or off"),
     ],
 )
