@@ -235,7 +235,7 @@ def leaderboard(
 ) -> Response:
     require_role(principal, *_ALL_ROLES)
     if by not in SORTABLE:
-        raise Malformed(f"by must be one of {', '.join(SORTABLE)}", field="by")
+        raise Malformed(f"by must be one of {', '.join(SORTABLE)}", field="query.by")
     check_preset(preset)
     from sqlalchemy import func
 
@@ -274,7 +274,8 @@ def discrepancy_feed(
     d = discrepancies.c
     (rows,) = read_rows(
         container.pool,
-        select(d.position, d.table_id, d.hand, d.reported_event, d.lines, d.net_computed, d.net_reported)
+        select(d.position, d.table_id, d.hand, d.reported_event, d.lines, d.net_computed, d.net_reported,
+               d.reported)  # fmt: skip
         .where(d.tenant == principal.tenant, d.position > after)
         .order_by(d.position, d.table_id, d.reported_event)
         .limit(limit + 1),
@@ -283,7 +284,7 @@ def discrepancy_feed(
     rows = rows[:limit]
     items = [
         {"position": int(r[0]), "table_id": r[1], "hand": r[2], "reported_event": r[3], "lines": r[4],
-         "net_computed": r[5], "net_reported": r[6]}
+         "net_computed": r[5], "net_reported": r[6], "reported": r[7]}
         for r in rows
     ]  # fmt: skip
     return _json({"discrepancies": items, "next_after": items[-1]["position"] if more else None,
