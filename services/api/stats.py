@@ -274,8 +274,10 @@ def discrepancy_feed(
     d = discrepancies.c
     (rows,) = read_rows(
         container.pool,
-        select(d.position, d.table_id, d.hand, d.reported_event, d.lines, d.net_computed, d.net_reported,
-               d.reported)  # fmt: skip
+        select(
+            d.position, d.table_id, d.hand, d.reported_event, d.lines, d.net_computed, d.net_reported,
+            d.reported,
+        )
         .where(d.tenant == principal.tenant, d.position > after)
         .order_by(d.position, d.table_id, d.reported_event)
         .limit(limit + 1),
