@@ -217,8 +217,8 @@ def test_a_report_for_a_hand_not_played_yet_is_refused(
 @pytest.mark.parametrize(
     ("change", "listed"),
     [({"tile": "0p"}, "1p, 2p, 3p, 4p, 5p, 6p, 7p, 8p, 9p, 1s"),
-     ({"type": "tile_thrown"}, "tile_discarded, peng")],  # fmt: skip
-)
+     ({"type": "tile_thrown"}, "tile_discarded, peng")],
+)  # fmt: skip
 def test_an_unknown_enum_value_lists_the_valid_ones(
     client: Any, platform: dict[str, str], table_id: str, change: dict[str, Any], listed: str
 ) -> None:
