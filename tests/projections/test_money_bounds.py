@@ -84,8 +84,9 @@ def test_largest_ranges_through_every_read_model(
     assert sum(accounts.values()) + house == 0
     # every entry's running balance is the sum of the entries before it
     for player in accounts:
-        amounts = q(container, "SELECT amount, balance FROM proj_ledger_entries WHERE tenant = %s "
-                               "AND account = %s AND account_kind = 'player' ORDER BY seq", tenant, player)  # fmt: skip
+        sql = ("SELECT amount, balance FROM proj_ledger_entries WHERE tenant = %s AND account = %s "
+               "AND account_kind = 'player' ORDER BY seq")  # fmt: skip
+        amounts = q(container, sql, tenant, player)
         running = 0
         for amount, balance in amounts:
             running += amount
