@@ -108,7 +108,7 @@ ERROR_STATUSES: dict[int, str] = {
     409: "version_conflict (with current_version) or id_conflict",
     413: "payload_too_large or batch_too_large",
     415: "unsupported_media_type: the body is not sent as application/json",
-    422: "malformed (with field), bad_rules (field, allowed), invalid_table_id or illegal_event (index, rule)",
+    422: "malformed (field), bad_rules (field, allowed), invalid_table_id or illegal_event (index, rule)",
     503: "unavailable: the database is busy or unreachable; retry",
 }
 
