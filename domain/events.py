@@ -7,11 +7,14 @@ done by decoders built once, here.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import re
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import msgspec
 from msgspec import Meta
 
+from domain.rules import MAX_BASE
 from domain.tiles import TileStr
 
 Seat = Annotated[int, Meta(ge=0, le=2)]
@@ -42,7 +45,7 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", forbid
 class TableOpened(_Event, tag="table_opened", frozen=True):
     players: Annotated[list[PlayerId], Meta(min_length=3, max_length=3)]
     rules: dict[str, Any] = msgspec.field(default_factory=lambda: {"preset": "default"})
-    base: Annotated[int, Meta(ge=1, le=1_000_000)] = 1
+    base: Annotated[int, Meta(ge=1, le=MAX_BASE)] = 1
     violations: Literal["reject", "record"] = "reject"
 
 
@@ -169,12 +172,77 @@ def _field_of(message: str) -> str | None:
     return None
 
 
+def _values_of(hint: Any) -> list[Any]:
+    """The values a field may take when they can be listed: its literals, and the ints of a small
+    range (a seat: 0, 1, 2), through Annotated, unions and lists."""
+    origin = get_origin(hint)
+    if origin is Annotated:
+        base, *meta = get_args(hint)
+        if base is int:
+            for m in meta:
+                low, high = getattr(m, "ge", None), getattr(m, "le", None)
+                if isinstance(low, int) and isinstance(high, int) and high - low <= 10:
+                    return list(range(low, high + 1))
+            return []
+        return _values_of(base)
+    if origin is Literal:
+        return list(get_args(hint))
+    if origin in (list, Union, UnionType):
+        out: list[Any] = []
+        for arg in get_args(hint):
+            out.extend(v for v in _values_of(arg) if v not in out)
+        return out
+    return []
+
+
+def _choices() -> dict[str, list[Any]]:
+    """Field name (as on the wire) → the values it may take, over every event type."""
+    out: dict[str, list[Any]] = {}
+    for cls in (*get_args(Event), ReportedTransfer):
+        hints = get_type_hints(cls, include_extras=True)
+        for name in cls.__struct_fields__:
+            values = _values_of(hints[name])
+            if values:
+                wire = cls.__struct_encode_fields__[cls.__struct_fields__.index(name)]
+                known = out.setdefault(wire, [])
+                known.extend(v for v in values if v not in known)
+    return out
+
+
+_CHOICES = _choices()
+_PATTERNS = {
+    "at": "expected an RFC 3339 time such as 2026-02-01T12:00:00Z",
+    "wall_sha256": "expected 64 hexadecimal digits (the SHA-256 of the wall's tiles)",
+}
+_LAST_KEY = re.compile(r"\.([A-Za-z_]+)(?:\[[0-9]+\])*$")
+
+
+def explain(message: str) -> str:
+    """msgspec's message made actionable, its `` - at `PATH``` kept at the end: an unknown enum
+    value lists the valid ones (a tile, a kong kind, an event type …), a bad ``at`` gives the
+    expected format instead of the raw regex."""
+    path = _field_of(message)
+    if path is None:
+        return message
+    head = message[: -len(path) - 8]
+    m = _LAST_KEY.search(path)
+    key = m[1] if m else ""
+    if head.startswith("Invalid value ") and key == "type":
+        return f"{head}: an event type is one of {', '.join(EVENT_TYPES)} - at `{path}`"
+    if head.startswith("Invalid enum value ") and key in _CHOICES:
+        return f"{head}: expected one of {', '.join(map(str, _CHOICES[key]))} - at `{path}`"
+    if head.startswith("Expected `str` matching regex"):
+        expected = _PATTERNS.get(key, "expected another format")
+        return f"Invalid {key or 'value'}: {expected} - at `{path}`"
+    return message
+
+
 def decode(data: bytes | str) -> Event:
     """Decode one event from JSON bytes."""
     try:
         return _json_decoder.decode(data)
     except msgspec.ValidationError as exc:
-        raise EventDecodeError(str(exc), _field_of(str(exc))) from None
+        raise EventDecodeError(explain(str(exc)), _field_of(str(exc))) from None
     except msgspec.DecodeError as exc:
         raise EventDecodeError(f"not valid JSON: {exc}") from None
 
@@ -183,7 +251,7 @@ def decode_list(data: bytes | str) -> list[Event]:
     try:
         return _json_list_decoder.decode(data)
     except msgspec.ValidationError as exc:
-        raise EventDecodeError(str(exc), _field_of(str(exc))) from None
+        raise EventDecodeError(explain(str(exc)), _field_of(str(exc))) from None
     except msgspec.DecodeError as exc:
         raise EventDecodeError(f"not valid JSON: {exc}") from None
 
@@ -194,7 +262,7 @@ def convert(obj: Any) -> Event:
         event: Event = msgspec.convert(obj, Event)
         return event
     except msgspec.ValidationError as exc:
-        raise EventDecodeError(str(exc), _field_of(str(exc))) from None
+        raise EventDecodeError(explain(str(exc)), _field_of(str(exc))) from None
 
 
 def to_builtins(event: Event) -> dict[str, Any]:

@@ -212,7 +212,9 @@ class _Table:
         transfers = [{"from": a, "to": b, "amount": amount} for (a, b), amount in lines.items()]
         if rng.random() < p.report_wrong:
             if transfers:
-                transfers[rng.randrange(len(transfers))]["amount"] += rng.choice((-1, 1, 2, 5))
+                line = transfers[rng.randrange(len(transfers))]
+                wrong = line["amount"] + rng.choice((-1, 1, 2, 5))
+                line["amount"] = wrong if wrong >= 1 else line["amount"] + 1  # amounts are ≥ 1 (admission)
             else:
                 transfers.append({"from": 0, "to": 1, "amount": 1})
         self.emit({"type": "settlement_reported", "hand": n, "transfers": transfers})

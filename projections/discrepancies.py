@@ -5,6 +5,13 @@ Comparison: both sides are reduced to the net flow of coins between each pair of
 and the house), because platforms report payouts at different granularity (one line per reason
 or one per pair). A line is listed for every pair whose net flow differs; the per-seat nets are
 stored alongside. Hands whose report matches produce no row.
+
+A reported line from a party to itself (a self-transfer) moves no coins but is a real, if odd,
+report: it never matches the computed settlement (which has none), so it is listed as a line of its
+own, ``{"from": p, "to": p, "computed": 0, "reported": amount, "difference": amount}``, after the
+pair lines, each as reported. Every line as the platform sent it is in ``reported`` (the feed shows
+it). Each ``settlement_reported`` is compared on its own: five reports for one hand are five
+comparisons, five rows when each differs (docs/settlement.md, Reported settlements).
 """
 
 from __future__ import annotations
@@ -51,9 +58,11 @@ def compare(
     computed: Iterable[tuple[Party, Party, int]], reported: Iterable[tuple[Party, Party, int]]
 ) -> list[dict[str, Any]]:
     """Pure: the differing lines; each says who pays whom, computed vs reported, and the difference."""
+    reported = list(reported)
     c = pair_flows(computed)
     r = pair_flows(reported)
-    if c == r:  # the usual case: the report matches (no line can differ)
+    selves = [(p, amount) for p, q, amount in reported if p == q]
+    if c == r and not selves:  # the usual case: the report matches (no line can differ)
         return []
     out: list[dict[str, Any]] = []
     for a, b in sorted(set(c) | set(r), key=lambda k: (_order(k[0]), _order(k[1]))):
@@ -68,6 +77,8 @@ def compare(
             {"from": payer, "to": payee, "computed": sign * cv, "reported": sign * rv,
              "difference": sign * (rv - cv)}
         )  # fmt: skip
+    for party, amount in selves:
+        out.append({"from": party, "to": party, "computed": 0, "reported": amount, "difference": amount})
     return out
 
 

@@ -34,6 +34,15 @@ class Malformed(ServiceError):
     status, code = 422, "malformed"
 
 
+class BadRules(ServiceError):
+    """These rules are not valid: an unknown preset or option, a wrong type, a value outside its
+    range (docs/rules-options.md). ``field`` names the option (``rules.kong_points.concealed``,
+    ``base``, ``query.cap``), ``allowed`` its range or values; ``message_zh`` in Chinese; in an
+    append also ``index`` and ``event_id`` of the ``table_opened`` in the batch."""
+
+    status, code = 422, "bad_rules"
+
+
 class InvalidTableId(ServiceError):
     status, code = 422, "invalid_table_id"
 

@@ -90,7 +90,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()))
+        where = _field_name(tuple(first.get("loc", ())))
         body = {"error": "malformed", "message": f"{first.get('msg', 'invalid input')} - at `{where}`",
                 "field": where}  # fmt: skip
         return _error(422, body)
@@ -105,6 +105,14 @@ def _install_error_handlers(app: FastAPI) -> None:
         headers = getattr(exc, "headers", None)  # 405 carries Allow
         body = {"error": codes.get(exc.status_code, "http_error"), "message": message}
         return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    """One name per parameter (README, Errors): ``query.NAME``, ``path.NAME``, ``header.NAME``, a body
+    field its JSON path ``$.…``."""
+    if loc and loc[0] == "body":
+        return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
+    return ".".join(str(p) for p in loc) or "$"
 
 
 class RequestContext:

@@ -83,7 +83,7 @@ async def principal_of(container: Container, authorization: str | None) -> Princ
 
 def check_table_id(table_id: str) -> str:
     if not TABLE_ID_RE.match(table_id):
-        raise InvalidTableId("table_id: 1–64 characters of A-Za-z0-9_-", field="table_id")
+        raise InvalidTableId("table_id: 1–64 characters of A-Za-z0-9_-", field="path.table_id")
     return table_id
 
 
@@ -95,7 +95,7 @@ def require_role(principal: Principal, *roles: str) -> None:
 def check_player_id(player_id: str) -> str:
     """A player id as events carry it (1–64 characters, no NUL): anything else can have no stats."""
     if not 1 <= len(player_id) <= 64 or "\x00" in player_id:
-        raise Malformed("player_id: 1–64 characters, no NUL", field="player_id")
+        raise Malformed("player_id: 1–64 characters, no NUL", field="path.player_id")
     return player_id
 
 
@@ -103,5 +103,5 @@ def check_preset(preset: str | None) -> str | None:
     """``?preset=``: one of the presets of RULES.md (an unknown name is a typo, not an empty answer)."""
     if preset is not None and preset not in PRESETS:
         known = ", ".join(PRESETS)
-        raise Malformed(f"unknown preset {preset[:64]!r}: expected one of {known}", field="preset")
+        raise Malformed(f"unknown preset {preset[:64]!r}: expected one of {known}", field="query.preset")
     return preset

@@ -28,7 +28,7 @@ from services.api import schemas
 from services.api.deps import PRESET_ENUM, TableId, check_table_id, get_container, get_principal, require_role
 from services.bootstrap import Container
 from services.db import reading
-from services.errors import Malformed, NotFound
+from services.errors import BadRules, Malformed, NotFound
 from services.logs import get_logger
 from services.store.keys import Principal
 
@@ -164,7 +164,7 @@ def table_state(
     head = table_of(container, principal, table_id, "platform", "support")
     version = head.version if at is None else at
     if version > head.version:
-        raise Malformed(f"at={version} is past the table's last event ({head.version})", field="at")
+        raise Malformed(f"at={version} is past the table's last event ({head.version})", field="query.at")
     from projections import replay, views
 
     engine = _engine_module(container)
@@ -188,28 +188,48 @@ def table_state(
 
 # ----------------------------------------------------------------------------------- settlement
 def _rules_override(request: Request, preset: str | None) -> dict[str, Any] | None:
-    from domain.rules import OPTION_NAMES, RulesError, resolve
+    """``?rules=PRESET`` and rule options as query parameters (``?cap=16&pin_dao=full``), checked as
+    a new table's rules are (``domain.rules.check``): ``422 bad_rules`` naming ``query.NAME``."""
+    from domain.rules import OPTION_NAMES, RulesError, check
 
     options: dict[str, Any] = {}
     for key, raw in request.query_params.items():
         if key == "rules":
             continue
         if key not in OPTION_NAMES:
-            raise Malformed(f"unknown query parameter {key!r}: use rules=PRESET and rule options", field=key)
+            raise BadRules(
+                f"unknown query parameter {key[:64]!r}: use rules=PRESET and rule options "
+                f"({', '.join(OPTION_NAMES)})",
+                field=f"query.{key[:64]}", allowed=["rules", *OPTION_NAMES],
+                message_zh=f"没有查询参数{key[:64]!r}：可用 rules=预设 和规则选项",
+            )  # fmt: skip
         try:
             options[key] = msgspec.json.decode(raw)
         except msgspec.DecodeError:
             options[key] = raw  # a bare word: "full", "both_pay", …
         except RecursionError:
-            raise Malformed(f"rule option {key}: nested too deeply", field=f"rules.{key}") from None
+            raise BadRules(
+                f"rule option {key}: nested too deeply", field=f"query.{key}",
+                message_zh=f"规则选项{key}嵌套过深",
+            ) from None
     if preset is None and not options:
         return None
     spec = {"preset": preset, **options} if preset is not None else options
     try:
-        resolve(spec if preset is not None else {"preset": "default", **options})
+        check(spec if preset is not None else {"preset": "default", **options})
     except RulesError as exc:
-        raise Malformed(exc.message, field=exc.field or "rules") from None
+        raise BadRules(
+            exc.message, field=_query_field(exc.field), allowed=exc.allowed, message_zh=exc.message_zh
+        ) from None
     return spec
+
+
+def _query_field(field: str | None) -> str:
+    """A rules path as the query parameter that set it: ``rules.preset`` → ``query.rules``,
+    ``rules.cap`` → ``query.cap``, ``rules.kong_points.added`` → ``query.kong_points.added``."""
+    if field is None or field in ("rules", "rules.preset"):
+        return "query.rules"
+    return "query." + field.removeprefix("rules.")
 
 
 def _derivation(settlement: Any, events: dict[int, Any]) -> dict[str, Any]:
@@ -267,7 +287,8 @@ def hand_settlement(
             other = engine.fold(events, rules_override=override)
         except engine.IllegalEvent as exc:  # a structure break only these rules see
             raise Malformed(
-                f"under these rules the table breaks at event {exc.index + 1}: {exc}", field="rules"
+                f"under these rules the table breaks at event {exc.index + 1}: {exc}",
+                field="query." + ("rules" if "preset" in override else next(iter(override))),
             ) from None
         alt = _find(other.settlements, hand)
         body["what_if"] = {

@@ -136,7 +136,7 @@ ERROR_STATUSES: dict[int, str] = {
     409: "version_conflict (with current_version) or id_conflict",
     413: "payload_too_large or batch_too_large",
     415: "unsupported_media_type: the body is not sent as application/json",
-    422: "malformed (with field), invalid_table_id, or illegal_event (index, rule, message)",
+    422: "malformed (field), bad_rules (field, allowed), invalid_table_id or illegal_event (index, rule)",
     429: "rate_limited: over KWX_RATE_LIMIT_KEY or KWX_RATE_LIMIT_TENANT (scope, limit, retry_after)",
     431: "request_header_fields_too_large: headers over KWX_MAX_HEADER_BYTES or KWX_MAX_HEADERS",
     503: "unavailable: the database is busy or unreachable, or too many reads wait; retry",

@@ -240,7 +240,7 @@ def leaderboard(
 ) -> Response:
     require_role(principal, *_ALL_ROLES)
     if by not in SORTABLE:
-        raise Malformed(f"by must be one of {', '.join(SORTABLE)}", field="by")
+        raise Malformed(f"by must be one of {', '.join(SORTABLE)}", field="query.by")
     check_preset(preset)
     from sqlalchemy import func
 
@@ -285,7 +285,10 @@ def discrepancy_feed(
     pending, rows = read_rows(
         container.pool,
         text(FEED_PENDING).bindparams(tenant=principal.tenant),
-        select(d.feed_seq, d.table_id, d.hand, d.reported_event, d.lines, d.net_computed, d.net_reported)
+        select(
+            d.feed_seq, d.table_id, d.hand, d.reported_event, d.lines, d.net_computed, d.net_reported,
+            d.reported,
+        )
         .where(d.tenant == principal.tenant, d.feed_seq > after)
         .order_by(d.feed_seq)
         .limit(limit + 1),
@@ -294,7 +297,7 @@ def discrepancy_feed(
     rows = rows[:limit]
     items = [
         {"seq": int(r[0]), "table_id": r[1], "hand": r[2], "reported_event": r[3], "lines": r[4],
-         "net_computed": r[5], "net_reported": r[6]}
+         "net_computed": r[5], "net_reported": r[6], "reported": r[7]}
         for r in rows
     ]  # fmt: skip
     return _json({"discrepancies": items, "next_after": items[-1]["seq"] if more else None,

@@ -20,7 +20,9 @@ from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from domain.events import Event
+from domain.admission import admit
+from domain.events import Event, explain
+from domain.rules import MAX_BASE
 from services.api import schemas
 from services.api.answers import error_answer, retry_after
 from services.api.deps import (
@@ -35,6 +37,7 @@ from services.bootstrap import Container
 from services.db import connection_lost
 from services.errors import (
     BadRequest,
+    BadRules,
     BatchTooLarge,
     Malformed,
     PayloadTooLarge,
@@ -71,7 +74,7 @@ def check_content_type(declared: str | None) -> None:
     media = declared.split(";", 1)[0].strip().lower()
     if media != "application/json" and not (media.startswith("application/") and media.endswith("+json")):
         raise UnsupportedMediaType(
-            f"Content-Type {declared[:100]!r}: send the body as application/json", field="content-type"
+            f"Content-Type {declared[:100]!r}: send the body as application/json", field="header.content-type"
         )
 
 
@@ -81,7 +84,7 @@ async def read_body(receive: Receive, declared: str | None, limit: int, timeout:
     holds a connection and a worker's memory for as long as it likes otherwise (docs/faults.md)."""
     if declared is not None:
         if not declared.isdigit():
-            raise BadRequest("bad Content-Length", field="content-length")
+            raise BadRequest("bad Content-Length: expected a number of bytes", field="header.content-length")
         if int(declared) > limit:
             raise PayloadTooLarge(f"body larger than {limit} bytes", limit=limit)
     chunks: list[bytes] = []
@@ -111,12 +114,23 @@ def _field_of(message: str) -> str | None:
     return message.split(marker, 1)[1].rstrip("`") if marker in message else None
 
 
+_BASE_FIELD = re.compile(r"^\$\.events\[([0-9]+)\]\.(base|rules)$")
+
+
 def decode_append(raw: bytes) -> AppendBody:
+    """The append's body, decoded and admitted: every event of the shape its type decodes with
+    (``malformed``, naming the JSON path, the valid values listed) and, as a new event, admitted by
+    ``domain.admission`` (a real ``at``, rules within today's ranges: ``bad_rules``, report amounts).
+    Nothing is changed: what is stored are the bytes as sent."""
     try:
         body = _decoder.decode(raw)
     except msgspec.ValidationError as exc:
         text = str(exc)
-        raise Malformed(text, field=_field_of(text) or "$") from None
+        field = _field_of(text) or "$"
+        bad = _BASE_FIELD.match(field)
+        if bad is not None:  # base and the rules object are the table's rules (docs/rules-options.md)
+            raise _bad_rules_at(raw, int(bad[1]), bad[2], text) from None
+        raise Malformed(explain(text), field=field) from None
     except msgspec.DecodeError as exc:  # "$": the body as a whole (CONTRACT §3: 400 naming the field)
         raise BadRequest(f"body is not valid JSON: {exc}", field="$") from None
     except RecursionError:
@@ -126,7 +140,42 @@ def decode_append(raw: bytes) -> AppendBody:
             path = _nul_path(msgspec.to_builtins(event), f"$.events[{i}]")
             if path is not None:
                 raise Malformed(f"NUL character not allowed - at `{path}`", field=path)
+    for i, event in enumerate(body.events):
+        refusal = admit(event)
+        if refusal is not None:
+            if refusal.code == "bad_rules":
+                raise BadRules(
+                    f"table_opened: {refusal.message}", field=refusal.field, index=i, event_id=event.id,
+                    allowed=refusal.allowed, message_zh=f"开桌规则有误：{refusal.message_zh}",
+                )  # fmt: skip
+            path = f"$.events[{i}].{refusal.field}"
+            raise Malformed(
+                f"{refusal.message} - at `{path}`", field=path, index=i, event_id=event.id,
+                allowed=refusal.allowed, message_zh=refusal.message_zh,
+            )  # fmt: skip
     return body
+
+
+def _bad_rules_at(raw: bytes, index: int, name: str, text: str) -> BadRules:
+    """``bad_rules`` for a ``table_opened`` whose ``base`` (or whole ``rules``) the decoder refused."""
+    try:
+        event = msgspec.json.decode(raw)["events"][index]
+        event_id = event.get("id") if isinstance(event, dict) else None
+    except (msgspec.DecodeError, KeyError, IndexError, TypeError, RecursionError):
+        event_id = None
+    head = text.split(" - at `", 1)[0]
+    if name == "base":
+        low, high = 1, MAX_BASE
+        return BadRules(
+            f"table_opened: base must be an integer {low}…{high} (coins per unit): {head}",
+            field="base", index=index, event_id=event_id if isinstance(event_id, str) else None,
+            allowed={"min": low, "max": high}, message_zh=f"开桌规则有误：底分base必须是{low}…{high}的整数",
+        )  # fmt: skip
+    return BadRules(
+        f'table_opened: rules must be an object such as {{"preset": "default"}}: {head}',
+        field="rules", index=index, event_id=event_id if isinstance(event_id, str) else None,
+        message_zh='开桌规则有误：rules必须是一个对象，例如 {"preset": "default"}',
+    )  # fmt: skip
 
 
 def _nul_path(value: Any, path: str) -> str | None:

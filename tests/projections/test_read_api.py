@@ -123,7 +123,8 @@ def test_settlement_with_derivation_and_under_other_rules(client: Any, platform:
     preset = client.get(url, params={"rules": "uncapped"}, headers=platform).json()["what_if"]
     assert preset["rules"]["cap"] is None and preset["rules"]["preset"] == "uncapped"
     bad = client.get(url, params={"rules": "nowhere"}, headers=platform)
-    assert bad.status_code == 422 and bad.json()["error"] == "malformed"
+    assert bad.status_code == 422
+    assert (bad.json()["error"], bad.json()["field"]) == ("bad_rules", "query.rules")
     assert client.get(url, params={"colour": "red"}, headers=platform).status_code == 422
     assert client.get(f"/v1/tables/{table_id}/hands/99/settlement", headers=platform).status_code == 404
 

@@ -59,7 +59,7 @@ def test_state_query_parameters(lenient: Any, keys: dict[str, Headers], table: s
     for query, field in [("at=-1", "query.at"), ("at=0", "query.at"), ("at=abc", "query.at"),
                          ("at=1.5", "query.at"), ("at=%00", "query.at"), ("seat=3", "query.seat"),
                          ("seat=-1", "query.seat"), ("seat=x", "query.seat"),
-                         ("at=" + "9" * 40, "at"), ("at=99999999999", "at")]:  # fmt: skip
+                         ("at=" + "9" * 40, "query.at"), ("at=99999999999", "query.at")]:  # fmt: skip
         body = error_of(lenient.get(f"{url}?{query}", headers=keys["support"]), 422)
         assert body["error"] == "malformed" and body["field"] == field, (query, body)
     assert lenient.get(f"{url}?at=1&seat=2", headers=keys["platform"]).json()["viewer"] == 2
@@ -81,16 +81,19 @@ def test_settlement_hand_and_rules(lenient: Any, keys: dict[str, Headers], table
     for hand in ("0", "-1", "abc", "1.5", "%20", "1e3"):
         body = error_of(lenient.get(f"{base}/{hand}/settlement", headers=keys["platform"]), 422)
         assert body["field"] == "path.hand"
-    for query, field in [("rules=garbage", "rules.preset"), ("rules=", "rules.preset"),
-                         ("rules=%00", "rules.preset"), ("cap=abc", "rules.cap"), ("cap=-1", "rules.cap"),
-                         ("cap=1e999", "rules.cap"), ("cap=" + "9" * 30, "rules.cap"),
-                         ("cap=[1]", "rules.cap"), ("cap=1.5", "rules.cap"), ("maima=7", "rules.maima"),
-                         ("piao=%7B%7D", "rules.piao"),
-                         ("colour=red", "colour"), ("preset=x", "preset"),
-                         ("cap=" + "%5B" * 3000 + "%5D" * 3000, "rules.cap"),
-                         ("pin_dao=" + "%5B" * 3000, "rules.pin_dao")]:  # fmt: skip
+    for query, field in [("rules=garbage", "query.rules"), ("rules=", "query.rules"),
+                         ("rules=%00", "query.rules"), ("cap=abc", "query.cap"), ("cap=-1", "query.cap"),
+                         ("cap=1e999", "query.cap"), ("cap=" + "9" * 30, "query.cap"),
+                         ("cap=[1]", "query.cap"), ("cap=1.5", "query.cap"), ("maima=7", "query.maima"),
+                         ("piao=%7B%7D", "query.piao"),
+                         ("colour=red", "query.colour"), ("preset=x", "query.preset"),
+                         ("kong_points=%7B%22concealed%22%3A-1%7D", "query.kong_points.concealed"),
+                         ("cap_exempt=%7B%22nothing%22%3A2%7D", "query.cap_exempt.nothing"),
+                         ("cap=" + "%5B" * 3000 + "%5D" * 3000, "query.cap"),
+                         ("pin_dao=" + "%5B" * 3000, "query.pin_dao")]:  # fmt: skip
         body = error_of(lenient.get(f"{base}/1/settlement?{query}", headers=keys["platform"]), 422)
-        assert body["error"] == "malformed" and body["field"] == field, (query, body)
+        assert body["error"] == "bad_rules" and body["field"] == field, (query, body)
+        assert body["message_zh"], body
 
 
 def test_player_ids_presets_and_pages(lenient: Any, keys: dict[str, Headers]) -> None:
@@ -99,13 +102,13 @@ def test_player_ids_presets_and_pages(lenient: Any, keys: dict[str, Headers]) ->
         for player in ("%00", "a%00b", "a" * 65):
             for route in ("stats", "ledger"):
                 body = error_of(lenient.get(f"/v1/players/{player}/{route}", headers=h), 422)
-                assert body["field"] == "player_id", (player, route)
+                assert body["field"] == "path.player_id", (player, route)
         for player in ("%F0%9F%98%80", "..", "a%2Fb", "%ff", "%ed%a0%80", "%20", "a" * 64):
             error_of(lenient.get(f"/v1/players/{player}/stats", headers=h), 404)
             error_of(lenient.get(f"/v1/players/{player}/ledger", headers=h), 404)
         for url in ("/v1/players/p/stats?preset=%00", "/v1/players/p/stats?preset=nowhere",
                     "/v1/leaderboard?preset=%00", "/v1/leaderboard?preset=" + "x" * 5000):  # fmt: skip
-            assert error_of(lenient.get(url, headers=h), 422)["field"] == "preset", url
+            assert error_of(lenient.get(url, headers=h), 422)["field"] == "query.preset", url
         for query in ("after=-1", "after=x", "after=1.5", "after=" + "9" * 40, f"after={2**63}",
                       "limit=0", "limit=-5", "limit=99999", "limit=abc"):  # fmt: skip
             for url in ("/v1/players/p/ledger", "/v1/house/ledger"):
@@ -223,7 +226,7 @@ def test_append_content_types(lenient: Any, keys: dict[str, Headers], table_id: 
     for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
                   "application/xml", "application/jsonx", ""):  # fmt: skip
         body = error_of(_post(lenient, table_id, batch, keys["platform"], ctype), 415)
-        assert body["error"] == "unsupported_media_type" and body["field"] == "content-type", ctype
+        assert body["error"] == "unsupported_media_type" and body["field"] == "header.content-type", ctype
     assert (
         _post(lenient, table_id, batch, keys["platform"], "Application/JSON; charset=utf-8").status_code
         == 201
@@ -267,7 +270,7 @@ def test_append_hostile_values(lenient: Any, keys: dict[str, Headers], table_id:
             answer = _post(lenient, table_id, json.dumps(batch), h)
             assert answer.status_code < 500, (event["type"], field, value, answer.text[:200])
             if answer.status_code >= 400:
-                assert error_of(answer)["error"] in ("malformed", "illegal_event")
+                assert error_of(answer)["error"] in ("malformed", "illegal_event", "bad_rules")
                 assert "field" in answer.json() or "index" in answer.json()
             else:  # accepted (e.g. an optional field set to null): stored whole, then start over
                 table_id = "hv-" + uuid.uuid4().hex[:10]

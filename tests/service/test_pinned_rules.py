@@ -109,8 +109,8 @@ def test_rules_that_do_not_resolve_are_a_422_naming_the_field(
     answer = client.post(f"/v1/tables/{table_id}/events", json={"events": wire[:3]}, headers=platform)
     assert answer.status_code == 422, answer.text
     body = answer.json()
-    assert (body["error"], body["rule"], body["index"]) == ("illegal_event", "bad_rules", 0)
-    assert body["detail"]["field"] == "rules.cap"
+    assert (body["error"], body["field"], body["index"]) == ("bad_rules", "rules.cap", 0)
+    assert body["event_id"] == wire[0]["id"] and body["allowed"] == {"min": 1, "max": 2**20, "null": True}
 
 
 def test_get_events_returns_the_pinned_table_opened(
