@@ -84,16 +84,17 @@ def with_ratios(c: dict[str, int]) -> dict[str, Any]:
 
 
 # Whether the feed holds every event of the tenant stored so far: none of the tenant's events is
-# after the discrepancies model's checkpoint in the log's order (a model that never ran: all are).
-# A scan of the log's tail after the checkpoint (the (tx_id, position) index), as long as the lag.
-# The checkpoint comes as two scalar subqueries (InitPlans: values by the time the scan starts) and
-# the ORDER BY … LIMIT 1 matches the index, so the plan is that index range scan from the
-# checkpoint on, never a scan of the whole table.
+# after the discrepancies model's checkpoint in the log's order (epoch, tx_id, position) — a model
+# that never ran: all are. A scan of the log's tail after the checkpoint (the events_log_order
+# index), as long as the lag. The checkpoint comes as scalar subqueries (InitPlans: values by the
+# time the scan starts) and the ORDER BY … LIMIT 1 matches the index, so the plan is that index
+# range scan from the checkpoint on, never a scan of the whole table.
 _CHECKPOINT = "(SELECT c.{} FROM projection_checkpoints c WHERE c.name = 'discrepancies')"
 FEED_PENDING = (
-    "SELECT 1 FROM events e WHERE (e.tx_id, e.position) > ("
+    "SELECT 1 FROM events e WHERE (e.epoch, e.tx_id, e.position) > ("
+    f"coalesce({_CHECKPOINT.format('epoch')}, 0), "
     f"coalesce({_CHECKPOINT.format('tx_id')}, 0)::text::xid8, coalesce({_CHECKPOINT.format('position')}, 0)) "
-    "AND e.tenant = :tenant ORDER BY e.tx_id, e.position LIMIT 1"
+    "AND e.tenant = :tenant ORDER BY e.epoch, e.tx_id, e.position LIMIT 1"
 )  # a row: some event of the tenant is not in the feed yet
 
 
