@@ -657,10 +657,22 @@ def test_lock_timeout_cancel_and_an_exhausted_pool_answer_503(cluster: Cluster) 
 
                 # lock_timeout: new sessions get it; the service's sessions are ended, and replaced
                 admin.execute(f"ALTER DATABASE \"{dbname}\" SET lock_timeout = '300ms'")
-                admin.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> %s",
-                    (dbname, holder.info.backend_pid),
-                )
+                ended = [
+                    pid for pid, _ in admin.execute(
+                        "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = %s AND pid <> %s AND pid <> pg_backend_pid()",
+                        (dbname, holder.info.backend_pid),
+                    ).fetchall()
+                ]  # fmt: skip
+                # pg_terminate_backend only signals: wait until those sessions are gone (their
+                # FATAL and end-of-file on the sockets, which the pool's checkout sees), or a
+                # request may still draw one and answer "connection lost" instead of "locked"
+                wait_for(
+                    lambda: not admin.execute(
+                        "SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (ended,)
+                    ).fetchall(),
+                    60, f"the terminated sessions {ended} did not end",
+                )  # fmt: skip
                 answer = _post(client, headers, table, wire[10:20], 10)
                 _assert_unavailable(answer)
                 assert "locked" in answer.json()["message"]
