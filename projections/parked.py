@@ -73,9 +73,9 @@ class Park:
 
 def describe(error: BaseException) -> tuple[str, str]:
     """(class, message) as stored: the driver's SQLSTATE class name and its primary message."""
-    if isinstance(error, psycopg.Error) and error.diag.message_primary:
-        return type(error).__name__, error.diag.message_primary[:2000]
-    return type(error).__name__, str(error)[:2000]
+    message = error.diag.message_primary if isinstance(error, psycopg.Error) else None
+    # (no NUL: a text column cannot hold one, and the park itself must not fail)
+    return type(error).__name__, (message or str(error))[:2000].replace("\x00", "\\0")
 
 
 # What a model's write raising says about the rows it was given (their values), not about the

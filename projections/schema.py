@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlalchemy import (
     BigInteger,
     Column,
+    DateTime,
     Integer,
     LargeBinary,
     MetaData,
@@ -23,8 +24,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 metadata = MetaData()
 
-# One row per projection: the (tx_id, position) of the last event it has applied. Written in the
-# same transaction as the projection's rows, so a crash never applies an event twice.
+# One row per projection: the (epoch, tx_id, position) of the last event it has applied. Written
+# in the same transaction as the projection's rows, so a crash never applies an event twice.
 checkpoints = Table(
     "projection_checkpoints",
     metadata,
@@ -32,6 +33,39 @@ checkpoints = Table(
     Column("tx_id", Numeric(20, 0), nullable=False),  # xid8 as an exact number
     Column("position", BigInteger, nullable=False),
     Column("events", BigInteger, nullable=False),  # events applied since the last rebuild
+    Column("epoch", Integer, nullable=False),  # the log epoch (migration 0007)
+    Column("parked", BigInteger, nullable=False),  # the model's events in projection_parked
+)
+
+# Events a read model could not apply (projections/parked.py, migration 0007).
+parked_events = Table(
+    "projection_parked",
+    metadata,
+    Column("model", String(64), primary_key=True),
+    Column("epoch", Integer, nullable=False),
+    Column("tx_id", Numeric(20, 0), nullable=False),
+    Column("position", BigInteger, primary_key=True),
+    Column("tenant", Text, nullable=False),
+    Column("table_id", Text, nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Column("event_id", Text, nullable=False),
+    Column("behind", BigInteger, nullable=True),  # position of the first parked event of its table
+    Column("error_class", Text, nullable=False),
+    Column("error", Text, nullable=False),
+    Column("parked_at", DateTime(timezone=True), nullable=False),
+    Column("retried_at", DateTime(timezone=True), nullable=True),
+    Column("tries", Integer, nullable=False),
+)
+
+# The log's epochs: one per cluster the log has run on (docs/operations.md, the gap-free read).
+log_epochs = Table(
+    "log_epochs",
+    metadata,
+    Column("epoch", Integer, primary_key=True),
+    Column("system_identifier", BigInteger, nullable=False),
+    Column("opened_at", DateTime(timezone=True), nullable=False),
+    Column("next_xid", Text, nullable=False),  # xid8
+    Column("last_position", BigInteger, nullable=False),
 )
 
 hand_settlements = Table(

@@ -52,21 +52,19 @@ def _freshness(conn: Any) -> dict[str, Any]:
     checkpoints. Two small statements; they also prove the database answers."""
     rows = conn.execute(_CHECKPOINTS).fetchall()
     done = {name: (int(ep), int(tx), int(position)) for name, ep, tx, position, *_ in rows}
-    epoch, next_xid, parked_count = (int(rows[0][4]), int(rows[0][5]), int(rows[0][6])) if rows else (0, 0, 0)
+    epoch, next_xid = (int(rows[0][4]), int(rows[0][5])) if rows else (0, 0)
+    parked_count = sum(int(r[6]) for r in rows if r[0] in registry.BY_NAME)  # (kept per model)
     ep, tx, position = min(done.get(name, (0, 0, 0)) for name in registry.NAMES)
     row = conn.execute(_OLDEST_PENDING, (ep, str(tx), position)).fetchone()
     lag = 0.0 if row is None else max(0.0, round(float(row[0]), 3))
     stale_ones = sorted(n for n, cp in done.items() if n in registry.BY_NAME and stale(cp, epoch, next_xid))
-    if not rows:
-        parked_count = 0
     return {"caught_up": row is None and not stale_ones, "lag_seconds": lag, "parked": parked_count,
             "stale": stale_ones}  # fmt: skip
 
 
 _CHECKPOINTS = (
     "SELECT name, epoch, tx_id::text, position, (SELECT max(epoch) FROM log_epochs), "
-    "pg_snapshot_xmax(pg_current_snapshot())::text::int8, (SELECT count(*) FROM projection_parked) "
-    "FROM projection_checkpoints"
+    "pg_snapshot_xmax(pg_current_snapshot())::text::int8, parked FROM projection_checkpoints"
 )
 _OLDEST_PENDING = (
     "SELECT extract(epoch FROM statement_timestamp() - recorded_at)::float8 FROM events "

@@ -1,4 +1,4 @@
-"""kwx projections rebuild [NAME …] | status | follow: the read models (docs/projections.md).
+"""kwx projections rebuild [NAME …] | status | retry | follow: the read models (docs/projections.md).
 
 ``rebuild`` empties the named read models (all when none is named) and their checkpoints in one
 transaction, then replays the whole log from position 0 into them. A running service keeps
@@ -6,7 +6,7 @@ serving meanwhile; its background projector and this command take turns on the p
 so nothing is applied twice. ``status`` prints each checkpoint and how many stored events are
 after it (in the log's order, ``(epoch, tx_id, position)``), its parked events (count, oldest) and
 whether it is stale (ahead of anything the log can produce: restored or copied read models).
-``retry [--model M] [--table ID]`` applies parked events again after a fix (docs/projections.md
+``retry [--model M] [--table ID] [--tenant T]`` applies parked events again after a fix (docs/projections.md
 §1): the ones that apply leave the parked table, the ones still failing stay with tries + 1.
 ``follow`` runs the projector as its own process (for a service started with
 ``KWX_PROJECTOR=off``) until Ctrl-C.

@@ -233,7 +233,10 @@ def test_a_checkpoint_ahead_of_the_log_is_said_to_be_stale(
     projector = Projector(store.pool, store, engine)
     projector.catch_up()
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("UPDATE projection_checkpoints SET tx_id = 10^15 WHERE name = 'ledger'")
+        conn.execute(
+            "UPDATE projection_checkpoints SET epoch = (SELECT max(epoch) FROM log_epochs), tx_id = 10^15 "
+            "WHERE name = 'ledger'"
+        )
     with capture_logs() as captured:
         monkeypatch.setattr(projector_module, "log", structlog.get_logger("kwx.projector"))
         projector.run_once()
