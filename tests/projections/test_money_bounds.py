@@ -13,8 +13,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from domain import engine, rules
-from domain.events import convert
+from domain import engine, money, rule_options
+from domain.events import MAX_BASE, convert
 from projections.projector import Projector
 from tests.projections.helpers import append
 from tests.service.test_input_semantics import largest_rules
@@ -41,10 +41,10 @@ def largest_table(seed: int, table_id: str) -> list[dict[str, Any]]:
 
     rng = random.Random(seed)
     events = simulate_table(rng, 6, largest_rules(), table_id)
-    events[0] = dict(events[0], base=rules.MAX_BASE, players=rng.sample(PLAYERS, 3))
+    events[0] = dict(events[0], base=MAX_BASE, players=rng.sample(PLAYERS, 3))
     for i, e in enumerate(events):
         if e["type"] == "hand_started":
-            events[i] = dict(e, piao=[rules.MAX_PIAO] * 3, dice=[6, 6])
+            events[i] = dict(e, piao=[rule_options.MAX_PIAO] * 3, dice=[6, 6])
         if e["type"] == "settlement_reported":  # the report of the original stream no longer holds
             events[i] = dict(e, transfers=[{"from": 0, "to": 1, "amount": 1}])
     return events
@@ -74,7 +74,7 @@ def test_largest_ranges_through_every_read_model(
             for seat in range(3):
                 net[players[seat]] += s.net[seat]
             largest = max([largest, *(t.amount for t in s.transfers)])
-    assert 2**32 < largest < rules.MAX_HAND_COINS  # more than 32 bits hold, inside the bound
+    assert 2**32 < largest < money.MAX_HAND_COINS  # more than 32 bits hold, inside the bound
     accounts = dict(q(container, "SELECT account, balance FROM proj_ledger_accounts WHERE tenant = %s "
                                  "AND account_kind = 'player'", tenant))  # fmt: skip
     assert accounts == {p: n for p, n in net.items()}
