@@ -109,7 +109,7 @@ class RulesError(ValueError):
         self.message = message
         self.field = field
         self.allowed = allowed
-        self.message_zh = message_zh if message_zh is not None else f"规则有误：{message}"
+        self.message_zh = message_zh if message_zh is not None else message
 
 
 def resolve(spec: dict[str, Any] | None) -> Rules:
