@@ -5,7 +5,7 @@ as they were accepted, so anything this module adds is checked once, when an eve
 append route), never when a stored event is read back or refolded:
 
 * ``at``: a real RFC 3339 date and time (the type checks its shape only: ``2026-02-31`` passes it);
-* ``table_opened``: its rules within today's ranges (:func:`domain.rules.check`, ``bad_rules``);
+* ``table_opened``: its rules within today's ranges (:func:`domain.rule_options.check`, ``bad_rules``);
 * ``settlement_reported``: every amount a positive integer up to ``MAX_REPORTED_AMOUNT``.
 
 Valid events are never changed (their canonical bytes are what was sent): this only says no.
@@ -21,7 +21,9 @@ from typing import Any, Literal
 import msgspec
 
 from domain.events import Event, SettlementReported, TableOpened
-from domain.rules import MAX_REPORTED_AMOUNT, RulesError, check
+from domain.money import MAX_REPORTED_AMOUNT
+from domain.rule_options import check
+from domain.rules import RulesError
 
 RFC3339_EXAMPLE = "2026-02-01T12:00:00Z"
 RFC3339_EXPECTED = f"expected an RFC 3339 time such as {RFC3339_EXAMPLE}"

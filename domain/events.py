@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_typ
 import msgspec
 from msgspec import Meta
 
-from domain.rules import MAX_BASE
 from domain.tiles import TileStr
 
 Seat = Annotated[int, Meta(ge=0, le=2)]
@@ -35,6 +34,7 @@ Sha256Hex = Annotated[str, Meta(pattern=r"^[0-9a-fA-F]{64}$")]
 TableId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 WALL_SIZE = 44
+MAX_BASE = 1_000_000  # table_opened.base: the coins of one unit (docs/rules-options.md)
 
 
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", forbid_unknown_fields=True):

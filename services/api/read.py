@@ -189,8 +189,9 @@ def table_state(
 # ----------------------------------------------------------------------------------- settlement
 def _rules_override(request: Request, preset: str | None) -> dict[str, Any] | None:
     """``?rules=PRESET`` and rule options as query parameters (``?cap=16&pin_dao=full``), checked as
-    a new table's rules are (``domain.rules.check``): ``422 bad_rules`` naming ``query.NAME``."""
-    from domain.rules import OPTION_NAMES, RulesError, check
+    a new table's rules are (``domain.rule_options.check``): ``422 bad_rules`` naming ``query.NAME``."""
+    from domain.rule_options import check
+    from domain.rules import OPTION_NAMES, RulesError
 
     options: dict[str, Any] = {}
     for key, raw in request.query_params.items():

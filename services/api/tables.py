@@ -21,8 +21,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from domain.admission import admit
-from domain.events import Event, explain
-from domain.rules import MAX_BASE
+from domain.events import MAX_BASE, Event, explain
 from services.api import schemas
 from services.api.answers import error_answer, retry_after
 from services.api.deps import (

@@ -1,4 +1,4 @@
-"""Every rule option has a type, a range and a default (domain.rules.OPTIONS), documented in
+"""Every rule option has a type, a range and a default (domain.rule_options.OPTIONS), documented in
 docs/rules-options.md (this test keeps the two equal); a new table's rules outside them are refused
 naming the option; the ranges keep money inside 64 bits; stored rules fold as before."""
 
@@ -10,9 +10,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from domain import rules
+from domain import money, rule_options, rules
 from domain.admission import admit, rfc3339_problem
-from domain.events import EventDecodeError, SettlementReported, TableOpened, decode
+from domain.events import MAX_BASE, EventDecodeError, SettlementReported, TableOpened, decode
 from domain.patterns import PATTERN_ORDER
 from tests.paths import REPO
 
@@ -26,7 +26,7 @@ def _value(v: Any) -> str:
 def options_table() -> str:
     """The markdown table of docs/rules-options.md, from the code."""
     rows = ["| option | RULES.md | type | allowed | default |", "|---|---|---|---|---|"]
-    for o in rules.OPTIONS:
+    for o in rule_options.OPTIONS:
         if o.kind == "choice":
             kind, allowed = "choice", ", ".join(f"`{c}`" for c in o.choices)
         elif o.kind == "bool":
@@ -36,7 +36,7 @@ def options_table() -> str:
         else:
             kind, allowed = "integer", f"{o.low} … {o.high}" + (", or `null`" if o.nullable else "")
         rows.append(f"| `{o.name}` | {o.section} | {kind} | {allowed} | {_value(o.default)} |")
-    rows.append(f"| `base` (table_opened) | §7 | integer | 1 … {rules.MAX_BASE} | `1` |")
+    rows.append(f"| `base` (table_opened) | §7 | integer | 1 … {MAX_BASE} | `1` |")
     return "\n".join(rows)
 
 
@@ -49,21 +49,21 @@ def test_the_documented_table_is_the_code() -> None:
 
 
 def test_every_option_of_the_rules_has_a_row_with_its_default() -> None:
-    names = {o.name.split(".")[0] for o in rules.OPTIONS}
+    names = {o.name.split(".")[0] for o in rule_options.OPTIONS}
     assert names == set(rules.OPTION_NAMES)
     defaults = msgspec.to_builtins(rules.Rules())
-    for o in rules.OPTIONS:
+    for o in rule_options.OPTIONS:
         head, _, sub = o.name.partition(".")
         assert o.default == (defaults[head][sub] if sub else defaults[head]), o.name
 
 
 @pytest.mark.parametrize("preset", list(rules.PRESETS))
 def test_every_preset_and_its_pinned_form_are_within_the_ranges(preset: str) -> None:
-    resolved = rules.check({"preset": preset})
-    assert rules.check(rules.to_dict(resolved)) == resolved  # a re-sent pinned table_opened passes
+    resolved = rule_options.check({"preset": preset})
+    assert rule_options.check(rules.to_dict(resolved)) == resolved  # a re-sent pinned table_opened passes
 
 
-def _bad_values(o: rules.Option) -> list[Any]:
+def _bad_values(o: rule_options.Option) -> list[Any]:
     if o.kind == "bool":
         return [1, "true", None]
     if o.kind == "choice":
@@ -75,20 +75,20 @@ def _bad_values(o: rules.Option) -> list[Any]:
     return out
 
 
-CASES = [(o, v) for o in rules.OPTIONS if o.kind != "map" for v in _bad_values(o)]
+CASES = [(o, v) for o in rule_options.OPTIONS if o.kind != "map" for v in _bad_values(o)]
 
 
-def _spec(o: rules.Option, value: Any) -> dict[str, Any]:
+def _spec(o: rule_options.Option, value: Any) -> dict[str, Any]:
     head, _, sub = o.name.partition(".")
     return {"preset": "default", head: {sub: value} if sub else value}
 
 
 @pytest.mark.parametrize(("option", "value"), CASES, ids=[f"{o.name}={v!r}"[:60] for o, v in CASES])
 def test_a_value_outside_an_options_range_or_type_is_refused_naming_the_option(
-    option: rules.Option, value: Any
+    option: rule_options.Option, value: Any
 ) -> None:
     with pytest.raises(rules.RulesError) as caught:
-        rules.check(_spec(option, value))
+        rule_options.check(_spec(option, value))
     exc = caught.value
     assert exc.field == f"rules.{option.name}"
     assert exc.allowed == option.allowed()
@@ -96,23 +96,23 @@ def test_a_value_outside_an_options_range_or_type_is_refused_naming_the_option(
     assert len(exc.message) < 600
 
 
-@pytest.mark.parametrize("option", [o for o in rules.OPTIONS if o.kind == "int"], ids=lambda o: o.name)
-def test_the_ends_of_every_range_are_allowed(option: rules.Option) -> None:
+@pytest.mark.parametrize("option", [o for o in rule_options.OPTIONS if o.kind == "int"], ids=lambda o: o.name)
+def test_the_ends_of_every_range_are_allowed(option: rule_options.Option) -> None:
     for value in (option.low, option.high):
-        rules.check(_spec(option, value))
+        rule_options.check(_spec(option, value))
 
 
 def test_cap_exempt_names_real_patterns_with_values_in_range() -> None:
-    rules.check({"cap_exempt": {p: rules.MAX_CAP for p in PATTERN_ORDER}})
+    rule_options.check({"cap_exempt": {p: rule_options.MAX_CAP for p in PATTERN_ORDER}})
     for value, field, allowed in [
         ({"nothing_at_all": 16}, "rules.cap_exempt.nothing_at_all", list(PATTERN_ORDER)),
-        ({"qi_dui": 10**30}, "rules.cap_exempt.qi_dui", {"min": 1, "max": rules.MAX_CAP}),
-        ({"qi_dui": 0}, "rules.cap_exempt.qi_dui", {"min": 1, "max": rules.MAX_CAP}),
-        ({"qi_dui": "16"}, "rules.cap_exempt.qi_dui", {"min": 1, "max": rules.MAX_CAP}),
+        ({"qi_dui": 10**30}, "rules.cap_exempt.qi_dui", {"min": 1, "max": rule_options.MAX_CAP}),
+        ({"qi_dui": 0}, "rules.cap_exempt.qi_dui", {"min": 1, "max": rule_options.MAX_CAP}),
+        ({"qi_dui": "16"}, "rules.cap_exempt.qi_dui", {"min": 1, "max": rule_options.MAX_CAP}),
         ([], "rules.cap_exempt", None),
     ]:
         with pytest.raises(rules.RulesError) as caught:
-            rules.check({"cap_exempt": value})
+            rule_options.check({"cap_exempt": value})
         assert (caught.value.field, caught.value.allowed) == (field, allowed), value
 
 
@@ -124,10 +124,10 @@ def test_unknown_options_presets_and_kong_kinds_list_the_known_ones() -> None:
         ({"kong_points": 5}, "rules.kong_points", None),
     ]:
         with pytest.raises(rules.RulesError) as caught:
-            rules.check(spec)
+            rule_options.check(spec)
         assert (caught.value.field, caught.value.allowed) == (field, allowed), spec
     with pytest.raises(rules.RulesError) as caught:
-        rules.check([1])
+        rule_options.check([1])
     assert caught.value.field == "rules"
 
 
@@ -139,15 +139,15 @@ def test_stored_rules_outside_todays_ranges_still_resolve_for_the_fold() -> None
     resolved = rules.resolve(stored)
     assert resolved.kong_points.concealed == 10**30 and resolved.kong_points.added == -3
     with pytest.raises(rules.RulesError):
-        rules.check(stored)
+        rule_options.check(stored)
 
 
 def test_the_money_bound_leaves_a_wide_margin_below_64_bits() -> None:
-    assert rules.MAX_HAND_COINS < 2**49
-    assert 2 * rules.MAX_HAND_COINS * 8_400 < 2**63  # the docstring's 8,400 hands at the maximum
-    assert rules.MAX_HAND_COINS < rules.MAX_REPORTED_AMOUNT < 2**63
+    assert money.MAX_HAND_COINS < 2**49
+    assert 2 * money.MAX_HAND_COINS * 8_400 < 2**63  # the docstring's 8,400 hands at the maximum
+    assert money.MAX_HAND_COINS < money.MAX_REPORTED_AMOUNT < 2**63
     # 手抓一 at its largest leaves the multiplier bound: 2 (碰碰胡) × 8 (大三元) × 2^14 × 64
-    assert rules.MAX_MULTIPLIER // 2 >= 2 * 8 * 2**14 * 64
+    assert money.MAX_MULTIPLIER // 2 >= 2 * 8 * 2**14 * 64
 
 
 # ------------------------------------------------------------------------------ admission of events
@@ -178,11 +178,11 @@ def test_admission_names_the_field_and_never_changes_the_event() -> None:
     refusal = admit(opened)
     assert refusal is not None and refusal.code == "bad_rules"
     assert refusal.field == "rules.kong_points.concealed"
-    assert refusal.allowed == {"min": 0, "max": rules.MAX_KONG_POINTS}
+    assert refusal.allowed == {"min": 0, "max": rule_options.MAX_KONG_POINTS}
     assert admit(TableOpened(id="o", players=["a", "b", "c"])) is None
 
 
-@pytest.mark.parametrize("amount", [0, -5, 2**64, rules.MAX_REPORTED_AMOUNT + 1])
+@pytest.mark.parametrize("amount", [0, -5, 2**64, money.MAX_REPORTED_AMOUNT + 1])
 def test_a_reported_amount_outside_1_to_2_53_is_refused(amount: int) -> None:
     ev = msgspec.convert(
         {"type": "settlement_reported", "id": "r", "hand": 1,
@@ -191,13 +191,13 @@ def test_a_reported_amount_outside_1_to_2_53_is_refused(amount: int) -> None:
     )  # fmt: skip
     refusal = admit(ev)
     assert refusal is not None and refusal.field == "transfers[1].amount"
-    assert refusal.allowed == {"min": 1, "max": rules.MAX_REPORTED_AMOUNT}
+    assert refusal.allowed == {"min": 1, "max": money.MAX_REPORTED_AMOUNT}
 
 
 def test_a_self_transfer_and_the_largest_amount_are_admitted() -> None:
     ev = msgspec.convert(
         {"type": "settlement_reported", "id": "r", "hand": 1,
-         "transfers": [{"from": 1, "to": 1, "amount": rules.MAX_REPORTED_AMOUNT}]},
+         "transfers": [{"from": 1, "to": 1, "amount": money.MAX_REPORTED_AMOUNT}]},
         SettlementReported,
     )  # fmt: skip
     assert admit(ev) is None

@@ -13,8 +13,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from domain import rules
-from domain.events import convert
+from domain import money, rule_options, rules
+from domain.events import MAX_BASE, convert
 from tests.service.streams import legal_table
 
 pytestmark = pytest.mark.db
@@ -47,7 +47,7 @@ def test_kong_points_of_10_30_are_422_bad_rules_naming_the_option_and_nothing_is
     assert (body["error"], body["field"], body["index"], body["event_id"]) == (
         "bad_rules", "rules.kong_points.concealed", 0, events[0]["id"],
     )  # fmt: skip
-    assert body["allowed"] == {"min": 0, "max": rules.MAX_KONG_POINTS}
+    assert body["allowed"] == {"min": 0, "max": rule_options.MAX_KONG_POINTS}
     assert "0…100" in body["message"] and "超出范围" in body["message_zh"]
     assert client.get(f"/v1/tables/{table_id}/events", headers=platform).status_code == 404
 
@@ -62,8 +62,8 @@ def test_kong_points_of_10_30_are_422_bad_rules_naming_the_option_and_nothing_is
      ({"rules": {"lou_hu": "sometimes"}}, "rules.lou_hu", ["until_own_draw", "unless_bigger", "off"]),
      ({"rules": {"piao": "yes"}}, "rules.piao", [True, False]),
      ({"rules": 5}, "rules", None),
-     ({"base": 0}, "base", {"min": 1, "max": rules.MAX_BASE}),
-     ({"base": rules.MAX_BASE + 1}, "base", {"min": 1, "max": rules.MAX_BASE})],
+     ({"base": 0}, "base", {"min": 1, "max": MAX_BASE}),
+     ({"base": MAX_BASE + 1}, "base", {"min": 1, "max": MAX_BASE})],
 )  # fmt: skip
 def test_every_bad_rule_is_bad_rules_with_its_field(
     client: Any, platform: dict[str, str], table_id: str, change: dict[str, Any], field: str, allowed: Any
@@ -86,7 +86,7 @@ def test_the_largest_values_of_every_range_are_accepted(
     client: Any, platform: dict[str, str], table_id: str
 ) -> None:
     spec = {**largest_rules(), "liang_dao_min_wall": 44}
-    opened = dict(legal_table(42, 1)[0], base=rules.MAX_BASE, rules=spec)
+    opened = dict(legal_table(42, 1)[0], base=MAX_BASE, rules=spec)
     answer = _post(client, platform, table_id, [opened])
     assert answer.status_code == 201, answer.text
 
@@ -96,10 +96,11 @@ def largest_rules() -> dict[str, Any]:
     hands can be won at all)."""
     from domain.patterns import PATTERN_ORDER
 
+    top = rule_options.MAX_CAP
     return {
-        "preset": "default", "cap": rules.MAX_CAP, "cap_exempt": {p: rules.MAX_CAP for p in PATTERN_ORDER},
-        "shou_zhua_yi_fan": 64, "kong_points": dict.fromkeys(rules.KONG_KINDS, rules.MAX_KONG_POINTS),
-        "kong_chain_cap": rules.MAX_CAP, "service_fee": 1000, "min_multiplier_discard": 1,
+        "preset": "default", "cap": top, "cap_exempt": dict.fromkeys(PATTERN_ORDER, top),
+        "shou_zhua_yi_fan": 64, "kong_points": dict.fromkeys(rules.KONG_KINDS, rule_options.MAX_KONG_POINTS),
+        "kong_chain_cap": top, "service_fee": 1000, "min_multiplier_discard": 1,
         "min_multiplier_self_draw": 1, "piao": True, "maima": True, "shu_kan": True, "shang_lou": True,
         "pin_dao": "full", "kong_chain_kai_hua": "doubling",
     }  # fmt: skip
@@ -197,7 +198,7 @@ def test_a_report_line_that_can_only_be_a_mistake_is_422(
     n = len(report["transfers"])
     assert (body["error"], body["field"]) == ("malformed", f"$.events[{i}].transfers[{n}].{field}"), body
     if field == "amount":
-        assert body["allowed"] == {"min": 1, "max": rules.MAX_REPORTED_AMOUNT}
+        assert body["allowed"] == {"min": 1, "max": money.MAX_REPORTED_AMOUNT}
         assert body["event_id"] == report["id"]
     else:
         assert "0, 1, 2" in body["message"] or "<= 2" in body["message"]
@@ -256,5 +257,5 @@ def test_the_settlement_what_if_checks_its_options_like_a_new_table(
     body = client.get(url + f"?kong_points={msgspec.json.encode({'concealed': HUGE}).decode()}",
                       headers=platform).json()  # fmt: skip
     assert (body["error"], body["field"]) == ("bad_rules", "query.kong_points.concealed")
-    assert body["allowed"] == {"min": 0, "max": rules.MAX_KONG_POINTS} and body["message_zh"]
+    assert body["allowed"] == {"min": 0, "max": rule_options.MAX_KONG_POINTS} and body["message_zh"]
     assert client.get(url + "?cap=16&pin_dao=full", headers=platform).status_code == 200
