@@ -12,7 +12,8 @@ serves with :class:`HeaderDeadline`, uvicorn's httptools protocol plus one timer
 - when it fires: a connection on which part of a request had arrived is answered **408
   ``request_timeout``** (JSON, ``Connection: close``) and closed; one that sent nothing of a next
   request is closed without an answer (a client may be about to send one on it, and would take a
-  408 it never asked for as the answer to it — what uvicorn's keep-alive timeout does too).
+  408 it never asked for as the answer to it — what uvicorn's keep-alive timeout does too). After
+  a 408 the close lingers (below), so a client still trickling reads its 408 instead of a reset.
   Either way the log says ``request_headers_timeout``.
 
 The same protocol bounds how *much* a request's head may be (issue 11 §5), counted as the bytes
@@ -165,6 +166,11 @@ class HeaderDeadline(HttpToolsProtocol):
         client = f"{self.client[0]}:{self.client[1]}" if self.client else None
         log.warning(event, client=client, detail=error.message)
         self._answer(error)
+        self._close_lingering()
+
+    def _close_lingering(self) -> None:
+        """Shut our side for writing (the client reads what was sent, then end of file), drop what
+        still comes for up to ``LINGER_SECONDS`` / ``LINGER_BYTES``, then close."""
         if not self.transport.can_write_eof():
             self.transport.close()
             return
@@ -207,6 +213,8 @@ class HeaderDeadline(HttpToolsProtocol):
                 timeout_seconds=self.header_timeout,
             )
             self._answer(error)
+            self._close_lingering()  # a client still trickling must not reset the 408 away
+            return
         self.transport.close()
 
 
