@@ -16,7 +16,7 @@
 | ``KWX_RATE_LIMIT_TENANT`` | ``2000/second`` | requests per tenant, all its keys together (429; ``off``) |
 | ``KWX_RATE_LIMIT_STORAGE`` | ``memory://`` | where counts live: per process; ``redis://…``: shared |
 | ``KWX_READ_CONCURRENCY`` | pool size | reads a process runs at once (the others queue, fair by tenant) |
-| ``KWX_READ_QUEUE`` | ``64`` | read requests a process lets wait (503 beyond) |
+| ``KWX_READ_QUEUE`` | ``256`` | read requests a process lets wait (503 beyond) |
 | ``KWX_READ_WAIT`` | ``2`` | seconds a read may wait for its turn (then 503 with Retry-After) |
 | ``KWX_MAX_BATCH`` | ``1000`` | most events in one append (413 beyond) |
 | ``KWX_SNAPSHOT_EVERY`` | ``50`` | write the table's state snapshot when it is this many events old |
@@ -58,7 +58,7 @@ class Settings:
     rate_limit_tenant: str = "2000/second"
     rate_limit_storage: str = "memory://"
     read_concurrency: int | None = None  # None: the pool size (services/api/gate.py)
-    read_queue: int = 64
+    read_queue: int = 256
     read_wait: float = 2.0
     max_batch: int = 1000
     snapshot_every: int = 50
@@ -134,7 +134,7 @@ class Settings:
             rate_limit_tenant=_rate(env.get("KWX_RATE_LIMIT_TENANT"), "2000/second"),
             rate_limit_storage=env.get("KWX_RATE_LIMIT_STORAGE") or "memory://",
             read_concurrency=int(env["KWX_READ_CONCURRENCY"]) if env.get("KWX_READ_CONCURRENCY") else None,
-            read_queue=int(env.get("KWX_READ_QUEUE") or 64),
+            read_queue=int(env.get("KWX_READ_QUEUE") or 256),
             read_wait=float(env.get("KWX_READ_WAIT") or 2),
             max_batch=int(env.get("KWX_MAX_BATCH") or 1000),
             snapshot_every=int(env.get("KWX_SNAPSHOT_EVERY") or 50),

@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.api import health, read, stats, tables
 from services.api.answers import error_answer, retry_after
+from services.api.gate import ReadGate
 from services.bootstrap import Container
 from services.errors import ServiceError
 from services.logs import get_logger
@@ -66,6 +67,7 @@ def create_app(
     app.include_router(read.router)  # projections (issue 4): state, settlement, audit; starts the projector
     app.include_router(stats.router)  # projections (issue 4): stats, ledger, leaderboard, discrepancies
     _install_error_handlers(app)
+    app.add_middleware(ReadGate)  # reads take turns, fairly by tenant; a backlog is a quick 503
     if fast_append:  # POST …/events without FastAPI's per-request machinery (False: tests compare)
         app.add_middleware(tables.FastAppend)
     app.add_middleware(RequestContext)

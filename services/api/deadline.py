@@ -12,7 +12,8 @@ serves with :class:`HeaderDeadline`, uvicorn's httptools protocol plus one timer
 - when it fires: a connection on which part of a request had arrived is answered **408
   ``request_timeout``** (JSON, ``Connection: close``) and closed; one that sent nothing of a next
   request is closed without an answer (a client may be about to send one on it, and would take a
-  408 it never asked for as the answer to it — what uvicorn's keep-alive timeout does too).
+  408 it never asked for as the answer to it — what uvicorn's keep-alive timeout does too). After
+  a 408 the close lingers (below), so a client still trickling reads its 408 instead of a reset.
   Either way the log says ``request_headers_timeout``.
 
 The same protocol bounds how *much* a request's head may be (issue 11 §5), counted as the bytes
@@ -25,7 +26,7 @@ are fed to the parser, before it buffers them:
   16 MiB header whole, and the worker kept the memory);
 - framing the parser refuses — a bad or duplicated ``Content-Length``, ``Content-Length`` with
   ``Transfer-Encoding``, a bad ``Transfer-Encoding`` — is answered **400 ``bad_request``** in the
-  service's JSON shape, with ``field`` ``content-length`` or ``transfer-encoding`` (any other bytes
+  service's JSON shape, with ``field`` ``header.content-length`` or ``header.transfer-encoding`` (any other bytes
   that are not HTTP: ``field`` ``request``), instead of uvicorn's plain-text 400; the connection is
   closed (after a framing error nobody knows where the next request would begin).
   The log says ``request_headers_too_large`` or ``bad_framing``.
@@ -165,6 +166,11 @@ class HeaderDeadline(HttpToolsProtocol):
         client = f"{self.client[0]}:{self.client[1]}" if self.client else None
         log.warning(event, client=client, detail=error.message)
         self._answer(error)
+        self._close_lingering()
+
+    def _close_lingering(self) -> None:
+        """Shut our side for writing (the client reads what was sent, then end of file), drop what
+        still comes for up to ``LINGER_SECONDS`` / ``LINGER_BYTES``, then close."""
         if not self.transport.can_write_eof():
             self.transport.close()
             return
@@ -207,6 +213,8 @@ class HeaderDeadline(HttpToolsProtocol):
                 timeout_seconds=self.header_timeout,
             )
             self._answer(error)
+            self._close_lingering()  # a client still trickling must not reset the 408 away
+            return
         self.transport.close()
 
 
@@ -216,8 +224,9 @@ _REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header 
 def _framing(reason: str) -> BadRequest:
     """The parser's refusal as a 400 naming the header at fault."""
     lowered = reason.lower()
-    field = next((h for h in ("transfer-encoding", "content-length") if h in lowered), "request")
-    what = {"request": "this is not an HTTP/1.1 request the server can read"}.get(
-        field, f"the request's framing is ambiguous or malformed ({field})"
-    )
+    header = next((h for h in ("transfer-encoding", "content-length") if h in lowered), None)
+    if header is None:
+        what, field = "this is not an HTTP/1.1 request the server can read", "request"
+    else:  # one name per parameter, as everywhere: header.NAME
+        what, field = f"the request's framing is ambiguous or malformed ({header})", f"header.{header}"
     return BadRequest(f"{what}: {reason}; the connection is closed", field=field)

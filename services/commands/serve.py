@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         child.start()
     print(f"kwx: projector: {_projector_line(settings.projector, child)}", flush=True)
     print(f"kwx: workers: {_workers_line(workers, settings.pool_size)}", flush=True)
+    print(f"kwx: limits: {_limits_line(settings, workers)}", flush=True)
     try:
         if workers == 1:
             from services import heap
@@ -133,6 +134,19 @@ def _supervise(config: Any) -> list[int]:
     with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run
         supervisor.run()
     return [p.pid for p in supervisor.processes if p.exitcode == STARTUP_FAILURE and p.pid is not None]
+
+
+def _limits_line(settings: Settings, workers: int) -> str:
+    """The edge's limits as an operator reads them (docs/faults.md, Limits)."""
+    limits = (("key", settings.rate_limit_key), ("tenant", settings.rate_limit_tenant))
+    rates = [f"{rate} per {scope}" for scope, rate in limits if rate]
+    where = settings.rate_limit_storage.split("://", 1)[0]
+    if rates and where == "memory" and workers > 1:
+        where = f"memory, counted in each of the {workers} workers"
+    rate = f"rate {', '.join(rates)} ({where})" if rates else "rate limits off"
+    reads = settings.read_concurrency or settings.pool_size
+    return (f"headers {settings.max_header_bytes} bytes / {settings.max_headers} lines; {rate}; reads "
+            f"{reads} at once, {settings.read_queue} waiting for {settings.read_wait:g} s")  # fmt: skip
 
 
 def _workers_line(workers: int, pool_size: int) -> str:
