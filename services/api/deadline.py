@@ -27,8 +27,8 @@ are fed to the parser, before it buffers them:
 - framing the parser refuses — a bad or duplicated ``Content-Length``, ``Content-Length`` with
   ``Transfer-Encoding``, a bad ``Transfer-Encoding`` — is answered **400 ``bad_request``** in the
   service's JSON shape, with ``field`` ``header.content-length`` or ``header.transfer-encoding``
-  (any other bytes that are not HTTP: ``field`` ``request``), instead of uvicorn's plain-text 400; the connection is
-  closed (after a framing error nobody knows where the next request would begin).
+  (any other bytes that are not HTTP: ``field`` ``request``), instead of uvicorn's plain-text 400;
+  the connection is closed (after a framing error nobody knows where the next request would begin).
   The log says ``request_headers_too_large`` or ``bad_framing``.
 """
 
