@@ -6,7 +6,8 @@ processes run beside it, stopping at the first red run.
 
 The busy processes spin in pure Python at the suite's own priority and are stopped when the runs
 end (or after ``--max-hours``, whichever is first). Prints one line per run (exit code, wall time)
-and the failures' short summary; exits with the first red run's code, else 0.
+and the failures' short summary (the red run's whole output is kept in a file it names); exits
+with the first red run's code, else 0.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import argparse
 import multiprocessing
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 
 def _spin(until: float) -> None:
@@ -47,8 +50,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {run}/{args.runs}: exit {done.returncode} in {time.monotonic() - started:.0f} s — "
                   f"{tail[0]}", flush=True)  # fmt: skip
             if done.returncode != 0:
+                kept = Path(tempfile.mkdtemp(prefix="kwx-under-load-")) / f"run-{run}.txt"
+                kept.write_text(done.stdout + "\n--- stderr ---\n" + done.stderr, encoding="utf-8")
                 summary = done.stdout.split("short test summary info", 1)[-1]
                 print(summary[-6000:], flush=True)
+                print(f"the whole output of run {run}: {kept}", flush=True)
                 code = done.returncode
                 break
     finally:
