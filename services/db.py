@@ -347,7 +347,7 @@ def make_pool(url: str, *, size: int, role: str | None) -> ConnectionPool:
 
 async def open_async_pool(url: str, *, size: int, role: str | None) -> AsyncConnectionPool:
     """The same as :func:`make_pool` for the event loop it is opened in, autocommit: the HTTP
-    service's append runs its one statement on it without a thread hop (services/api/tables.py)."""
+    service's append runs its one statement on it without a thread hop (services.store.fast.AsyncFastPath)."""
 
     async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
         if role:
@@ -394,17 +394,42 @@ def fetch(conn: psycopg.Connection[Any], stmt: ClauseElement) -> list[tuple[Any,
 T = TypeVar("T")
 
 
+class RetryIfLost:
+    """The one retry after a lost connection (``connection_lost``: the server ended the session,
+    restarted …), for every caller that may repeat its work on another connection: a read
+    (:func:`reading`), the store's append (``EventStore.append``) and the HTTP append's async fast
+    path (``services.store.fast.AsyncFastPath``). Use::
+
+        with RetryIfLost(before_retry):
+            return first_try()
+        return second_try()  # reached only when the first try's connection was lost
+
+    A lost connection is swallowed once (``before_retry(exc)`` runs first: the append drops its
+    cached tip there); any other error, and anything the second try raises, propagates."""
+
+    def __init__(self, before_retry: Callable[[BaseException], object] | None = None) -> None:
+        self.before_retry = before_retry
+        self.lost: BaseException | None = None  # the first try's error, when it was swallowed
+
+    def __enter__(self) -> RetryIfLost:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        if exc is None or not connection_lost(exc):
+            return False
+        self.lost = exc
+        if self.before_retry is not None:
+            self.before_retry(exc)
+        return True
+
+
 def reading(pool: ConnectionPool, read: Callable[[psycopg.Connection[Any]], T]) -> T:
     """``read(conn)`` on a pooled connection — and once more on another if the connection broke
-    under it (``connection_lost``: the server ended the session, restarted …). Only for reads: a
-    read is safe to repeat, so a session that dies mid-query costs the client nothing
-    (docs/faults.md). Any other error, or a second loss, is raised (a 503)."""
-    try:
-        with pool.connection() as conn:
-            return read(conn)
-    except psycopg.OperationalError as exc:
-        if not connection_lost(exc):
-            raise
+    under it (:class:`RetryIfLost`). Only for reads: a read is safe to repeat, so a session that
+    dies mid-query costs the client nothing (docs/faults.md). Any other error, or a second loss,
+    is raised (a 503)."""
+    with RetryIfLost(), pool.connection() as conn:
+        return read(conn)
     with pool.connection() as conn:
         return read(conn)
 

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg
 import structlog
-from psycopg import errors as pg_errors
-from psycopg_pool import PoolTimeout
 
-from services.db import Unreachable, connection_lost
 from services.errors import ServiceError
 from services.logs import get_logger
+from services.store.faults import fault
 
 log = get_logger("kwx.api")
 
@@ -44,25 +41,9 @@ def error_answer(exc: Exception) -> tuple[int, dict[str, Any]]:
     if isinstance(exc, ServiceError):
         structlog.contextvars.bind_contextvars(outcome=exc.code, message=exc.message[:300])
         return exc.status, exc.body()
-    if isinstance(exc, Unreachable):
-        log.warning("database_unreachable", detail=str(exc)[:200])
-        return _unavailable("the database is not reachable; retry")
-    if isinstance(exc, PoolTimeout):
-        log.warning("pool_timeout")
-        return _unavailable("the database is busy; retry")
-    if isinstance(exc, pg_errors.QueryCanceled):  # statement_timeout (30 s) or a cancel
-        log.warning("statement_canceled", detail=str(exc)[:200])
-        return _unavailable("the database did not answer in time; retry")
-    if isinstance(exc, pg_errors.LockNotAvailable):  # lock_timeout
-        log.warning("lock_timeout", detail=str(exc)[:200])
-        return _unavailable("the table is locked by another request; retry")
-    if isinstance(exc, pg_errors.ReadOnlySqlTransaction):  # a standby (failover in progress)
-        log.warning("database_read_only", detail=str(exc)[:200])
-        return _unavailable("the database is read-only just now; retry")
-    if isinstance(exc, psycopg.OperationalError):
-        log.warning("database_unavailable", detail=str(exc)[:200], lost=connection_lost(exc))
-        if connection_lost(exc):
-            return _unavailable("the connection to the database was lost; retry")
-        return _unavailable("the database is not available; retry")
+    found = fault(exc)  # a database fault (services/store/faults.py: the driver's errors, translated)
+    if found is not None:
+        log.warning(found.event, **found.details)
+        return _unavailable(found.message)
     log.error("unexpected_error", exc_info=exc)
     return 500, {"error": "internal", "message": "internal error; see the service log"}

@@ -19,12 +19,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import psycopg
 import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from psycopg_pool import PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -35,6 +33,7 @@ from services.bootstrap import Container
 from services.errors import ServiceError
 from services.logs import get_logger
 from services.settings import Settings
+from services.store.faults import DATABASE_ERRORS
 
 log = get_logger("kwx.api")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -86,7 +85,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         status, body = error_answer(exc)  # one mapping, shared with the append fast path
         return _error(status, body)
 
-    for kind in (ServiceError, PoolTimeout, psycopg.OperationalError, Exception):
+    for kind in (ServiceError, *DATABASE_ERRORS, Exception):
         app.add_exception_handler(kind, answer)
 
     @app.exception_handler(RequestValidationError)

@@ -31,6 +31,7 @@ from services.db import reading
 from services.errors import BadRules, Malformed, NotFound
 from services.logs import get_logger
 from services.store.keys import Principal
+from services.store.reads import wire
 
 log = get_logger("kwx.read")
 _encoder = msgspec.json.Encoder()
@@ -132,19 +133,7 @@ def ndjson_events(container: Container, tenant: str, table_id: str, after: int =
             if not page:
                 return
             for r in page:
-                yield (
-                    _encoder.encode(
-                        {
-                            "version": r.version,
-                            "recorded_at": r.recorded_at.isoformat(),
-                            "id": r.event_id,
-                            "type": r.type,
-                            "event": msgspec.Raw(r.body.encode()),
-                            "ruling": msgspec.Raw(r.ruling.encode()) if r.ruling is not None else None,
-                        }
-                    )
-                    + b"\n"
-                )
+                yield _encoder.encode(wire(r)) + b"\n"
             last = page[-1].version
 
     return StreamingResponse(lines(), media_type="application/x-ndjson")

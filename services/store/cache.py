@@ -1,5 +1,5 @@
 """The in-process cache of each table's tip: what this process knows of the table after its last
-append here (or as it last read the head, on a cache miss: ``EventStore._tip_from_head``). Only ever
+append here (or as it last read the head, on a cache miss: ``services.store.state.tip_from_head``). Only ever
 a guess; every use is checked by the database (docs/operations.md)."""
 
 from __future__ import annotations

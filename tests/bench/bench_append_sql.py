@@ -55,7 +55,7 @@ def run() -> None:
     from services.bootstrap import bootstrap
     from services.db import ensure_database, start_embedded
     from services.settings import Settings
-    from services.store import events as store_events
+    from services.store import locked as store_locked
 
     simulated = [
         simulate_table(random.Random(s), HANDS, {"preset": "default"}, f"b{s}") for s in range(TABLES)
@@ -89,7 +89,7 @@ def run() -> None:
             assert conn.execute(plan.sql, plan.params).rowcount == plan.count
 
         def copy(conn: Any, plan: Any) -> None:
-            with conn.transaction(), conn.cursor() as cur, cur.copy(store_events._COPY) as cp:
+            with conn.transaction(), conn.cursor() as cur, cur.copy(store_locked.COPY) as cp:
                 for row in plan.batch.rows(plan.tenant, plan.table_id):
                     cp.write_row(row)
 

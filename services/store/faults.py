@@ -1,0 +1,55 @@
+"""Database faults, translated in one place (docs/faults.md): which driver and pool errors mean
+"the database is not there just now" (a ``503 unavailable`` with ``Retry-After``), with the log line
+and the message a client reads. The HTTP layer maps a :class:`Fault` to its answer
+(services/api/answers.py) without knowing the driver."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import PoolTimeout
+
+from services.db import Unreachable, connection_lost
+
+# What a request can raise from the database besides a ServiceError: the exception classes an
+# app's handlers must take (services.api.app).
+DATABASE_ERRORS: tuple[type[Exception], ...] = (PoolTimeout, psycopg.OperationalError)
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """A database fault: the warning to log (``event`` with ``details``) and the 503's message."""
+
+    event: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def fault(exc: BaseException) -> Fault | None:
+    """The fault ``exc`` is, or None when it is not a database fault."""
+    if isinstance(exc, Unreachable):
+        return Fault("database_unreachable", "the database is not reachable; retry", _detail(exc))
+    if isinstance(exc, PoolTimeout):
+        return Fault("pool_timeout", "the database is busy; retry")
+    if isinstance(exc, pg_errors.QueryCanceled):  # statement_timeout (30 s) or a cancel
+        return Fault("statement_canceled", "the database did not answer in time; retry", _detail(exc))
+    if isinstance(exc, pg_errors.LockNotAvailable):  # lock_timeout
+        return Fault("lock_timeout", "the table is locked by another request; retry", _detail(exc))
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction):  # a standby (failover in progress)
+        return Fault("database_read_only", "the database is read-only just now; retry", _detail(exc))
+    if isinstance(exc, psycopg.OperationalError):
+        lost = connection_lost(exc)
+        message = (
+            "the connection to the database was lost; retry"
+            if lost
+            else "the database is not available; retry"
+        )
+        return Fault("database_unavailable", message, {**_detail(exc), "lost": lost})
+    return None
+
+
+def _detail(exc: BaseException) -> dict[str, Any]:
+    return {"detail": str(exc)[:200]}
