@@ -18,8 +18,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Receive
 
 from domain.admission import admit
-from domain.events import Event, explain
-from domain.rules import MAX_BASE
+from domain.events import MAX_BASE, Event, explain
 from services.errors import (
     BadRequest,
     BadRules,
