@@ -67,7 +67,13 @@ class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
 
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {},
-    "xiangyang": {"exhausted_liang_dao": "first_declarer_pays_each", "pin_dao": "full"},
+    # 亮倒荒胡赔庄的为下局庄家; 亮倒荒庄，先亮者坐庄 (RULES.md §10): since 1 Dec 2026. A table pins its
+    # resolved options at table_opened, so tables opened before keep the dealer staying.
+    "xiangyang": {
+        "exhausted_liang_dao": "first_declarer_pays_each",
+        "exhausted_dealer": "first_declarer",
+        "pin_dao": "full",
+    },
     "shiyan": {"cap": 8, "cap_exempt": {}, "shang_lou": True},
     "xiaogan": {"shu_kan": True, "liang_dao_min_wall": 12},
     "yunmeng": {"lou_hu": "unless_bigger", "pin_dao": "full", "rob_kong": False},

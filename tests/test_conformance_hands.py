@@ -18,11 +18,6 @@ VECTORS: list[dict[str, Any]] = [
     json.loads(line) for line in HANDS.read_text(encoding="utf-8").splitlines() if line.strip()
 ]
 
-# Vectors whose expectation contradicts RULES.md §5 as written; reported to the spec owner.
-# "qingyise": 123p 456p 789p 11p 22p + 2p holds 2p four times (one in 123p, two in 22p, the
-# winning one): "the winner held three X concealed and wins the fourth X" is 暗四归一 ×4, so the
-# hand is 暗四归一 × 清一色 = 16 (pays 8), not 清一色 alone. See docs/scoring.md.
-DISPUTED = {"qingyise"}
 
 
 def kwx_score(
@@ -54,13 +49,7 @@ def check(vector: dict[str, Any], result: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     "vector",
     [
-        pytest.param(
-            v,
-            id=v["id"],
-            marks=[pytest.mark.xfail(strict=True, reason="contradicts RULES.md §5 暗四归一")]
-            if v["id"] in DISPUTED
-            else [],
-        )
+        pytest.param(v, id=v["id"])
         for v in VECTORS
     ],
 )
@@ -79,25 +68,7 @@ def test_all_vectors_in_one_run_as_a_file_via_the_installed_script(tmp_path: Pat
     results = [json.loads(line) for line in proc.stdout.splitlines()]
     assert len(results) == len(VECTORS)
     for vector, result in zip(VECTORS, results, strict=True):
-        if vector["id"] not in DISPUTED:
-            check(vector, result)
-
-
-def test_disputed_vector_scores_as_the_rules_say(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # 123p 456p 789p 11p 22p + 2p: four 2p, three held concealed + the winning one -> 暗四归一;
-    # every tile 筒 -> 清一色. 4 × 4 = 16, capped to 8. A discard win: ×16 ≥ 2, allowed.
-    line = {
-        "concealed": "123p 456p 789p 11p 22p",
-        "melds": [],
-        "win": "2p",
-        "self_draw": False,
-        "rules": {"preset": "default"},
-    }
-    (result,) = kwx_score([json.dumps(line)], monkeypatch, capsys)
-    assert {p["id"]: p["x"] for p in result["patterns"]} == {"an_si_gui_yi": 4, "qing_yi_se": 4}
-    assert (result["multiplier"], result["payable"], result["allowed"]) == (16, 8, True)
+        check(vector, result)
 
 
 # -- kwx score: input handling ---------------------------------------------------------------------

@@ -207,8 +207,9 @@ def _exhausted(rules: dict[str, Any], *, two: bool):  # type: ignore[no-untyped-
         ({}, False, {(1, 0, 1, "exhausted"): 1, (1, 2, 1, "exhausted"): 1}, 0),
         # 两个玩家亮倒，分别要赔没有亮倒的玩家1个
         ({}, True, {(1, 0, 1, "exhausted"): 1, (2, 0, 1, "exhausted"): 1}, 0),
-        # xiangyang: 如果荒庄，那么第一个亮倒的要赔每家1个 — seat 1 (first) pays both, seat 2 nothing
-        ({"preset": "xiangyang"}, True, {(1, 0, 1, "exhausted"): 1, (1, 2, 1, "exhausted"): 1}, 0),
+        # xiangyang: 如果荒庄，那么第一个亮倒的要赔每家1个 — seat 1 (first) pays both, seat 2 nothing;
+        # and 亮倒荒胡赔庄的为下局庄家 (the preset's exhausted_dealer since issue 15): seat 1 deals next
+        ({"preset": "xiangyang"}, True, {(1, 0, 1, "exhausted"): 1, (1, 2, 1, "exhausted"): 1}, 1),
         ({"exhausted_liang_dao": "none"}, True, {}, 0),
         # exhausted_dealer first_declarer: 亮倒荒庄，先亮者坐庄 → seat 1 deals next; 荒庄不下庄 otherwise
         (

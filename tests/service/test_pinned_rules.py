@@ -125,3 +125,34 @@ def test_get_events_returns_the_pinned_table_opened(
     assert {k: v for k, v in opened.items() if k != "rules"} == {
         k: v for k, v in msgspec.to_builtins(convert(wire[0])).items() if k != "rules"
     }
+
+
+def test_xiangyang_now_pins_first_declarer_and_tables_opened_before_keep_the_dealer(
+    store: EventStore,
+) -> None:
+    """Issue 15's rule update: ``xiangyang`` sets ``exhausted_dealer: first_declarer`` (亮倒荒庄，
+    先亮者坐庄). A table opened with the preset now pins it, and its exhausted hand with a declarer
+    passes the deal to the first declarer; a table opened before the change pinned ``stay``, and
+    its stored events still keep the dealer."""
+    from tests.paths import GOLDEN
+
+    lines = (GOLDEN / "exhausted-first-declarer.jsonl").read_text(encoding="utf-8").splitlines()
+    wire = [msgspec.json.decode(line) for line in lines if line.strip()]
+    wire[0] = dict(wire[0], rules={"preset": "xiangyang"})  # the preset alone, as a platform sends it
+    assert rules.resolve({"preset": "xiangyang"}).exhausted_dealer == "first_declarer"
+
+    now = new_table()
+    store.append("acme", now, 0, [convert(e) for e in wire])
+    pinned = stored_events(store, now)
+    assert pinned[0].rules["exhausted_dealer"] == "first_declarer"
+    (hand,) = engine.fold(pinned).settlements
+    assert (hand.end, hand.dealer, hand.next_dealer) == ("exhausted", 0, 1)  # seat 1 declared first
+
+    # stored before the change: the pinned form of that day, exhausted_dealer "stay"
+    before = dict(wire[0], rules={**pinned[0].rules, "exhausted_dealer": "stay"})
+    earlier = new_table()
+    store.append("acme", earlier, 0, [convert(e) for e in [before, *wire[1:]]])
+    kept = stored_events(store, earlier)
+    assert kept[0].rules["exhausted_dealer"] == "stay"
+    (hand,) = engine.fold(kept).settlements
+    assert (hand.end, hand.dealer, hand.next_dealer) == ("exhausted", 0, 0)
