@@ -84,6 +84,8 @@ def rfc3339_problem(text: str) -> str | None:
     if m is None:
         return "is not an RFC 3339 time"
     year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    if year < 1:  # RFC 3339 has a year 0000; no game was played then, and no date type holds it
+        return "has year 0000: years run 0001 to 9999"
     if not 1 <= month <= 12:
         return f"has no month {month:02d}"
     days = calendar.monthrange(year, month)[1]
@@ -95,8 +97,15 @@ def rfc3339_problem(text: str) -> str | None:
         offset = 0
         if m[7] is not None:
             offset = (int(m[8]) * 60 + int(m[9])) * (1 if m[7] == "+" else -1)
-        utc = datetime(year, month, day, hour, minute) - timedelta(minutes=offset)
-        if (utc.hour, utc.minute) != (23, 59) or (utc + timedelta(days=1)).day != 1:
+        try:
+            utc = datetime(year, month, day, hour, minute) - timedelta(minutes=offset)
+        except OverflowError:  # before 0001-01-01 or after 9999-12-31 in UTC: no month's end
+            utc = None
+        if (
+            utc is None
+            or (utc.hour, utc.minute) != (23, 59)
+            or utc.day != calendar.monthrange(utc.year, utc.month)[1]
+        ):
             return "has second 60 where no leap second can be (only 23:59:60 UTC at a month's end)"
     return None
 

@@ -159,7 +159,11 @@ def test_the_money_bound_leaves_a_wide_margin_below_64_bits() -> None:
      ("2026-02-01T12:00:00.123456789Z", None),
      ("2026-02-31T00:00:00Z", "February 2026 has 28 days"), ("2025-02-29T00:00:00Z", "has 28 days"),
      ("2026-04-31T01:00:00+01:00", "April 2026 has 30 days"), ("2026-12-30T23:59:60Z", "second 60"),
-     ("2026-06-30T12:59:60Z", "second 60")],
+     ("2026-06-30T12:59:60Z", "second 60"),
+     # the ends of the calendar (the fuzzer's 500 "year 0 is out of range" on the first)
+     ("0000-01-31T23:59:60Z", "year 0000"), ("0000-06-01T00:00:00Z", "year 0000"),
+     ("9999-12-31T23:59:60Z", None), ("9999-12-31T23:59:60-01:00", "second 60"),
+     ("0001-01-01T00:00:60+00:01", "second 60"), ("0001-01-01T00:00:00Z", None)],
 )  # fmt: skip
 def test_at_is_a_real_rfc3339_time(at: str, problem: str | None) -> None:
     found = rfc3339_problem(at)
