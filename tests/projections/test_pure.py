@@ -24,6 +24,7 @@ from projections.model import (
     SettlementCompared,
     TableInfo,
 )
+from projections.player_stats import NO_DAY  # simulated facts carry no time: the no-day row
 
 INFO = TableInfo(table_id="t1", tenant="acme", players=("alice", "bob", "carol"), preset="default", base=1)
 
@@ -135,7 +136,7 @@ def test_ledger_running_balance_continues_from_opening_balances() -> None:
 
 def test_player_stats_of_a_robbed_kong() -> None:
     merged = player_stats.merge(player_stats.rows(_robbed_kong_hand()))
-    alice, bob, carol = (merged[("acme", p, "default")] for p in ("alice", "bob", "carol"))
+    alice, bob, carol = (merged[("acme", p, "default", NO_DAY)] for p in ("alice", "bob", "carol"))
     assert carol.counters["wins"] == 1 and carol.counters["wins_robbed_kong"] == 1
     assert "wins_discard" not in carol.counters and "deal_ins" not in bob.counters
     assert bob.counters["robbed_kongs"] == 1 and "kongs_added" not in bob.counters
@@ -148,7 +149,7 @@ def test_player_stats_of_a_robbed_kong() -> None:
 
 def test_player_stats_of_a_double_win_with_bao_hu() -> None:
     merged = player_stats.merge(player_stats.rows(_double_win_bao_hu()))
-    alice, bob, carol = (merged[("acme", p, "default")] for p in ("alice", "bob", "carol"))
+    alice, bob, carol = (merged[("acme", p, "default", NO_DAY)] for p in ("alice", "bob", "carol"))
     assert alice.counters["deal_ins"] == 1 and alice.counters["deal_ins_double"] == 1
     assert alice.counters["bao_hu_paid"] == 1 and alice.counters["bao_hu_coins"] == 8
     assert bob.counters["wins_double"] == 1 and carol.counters["wins_double"] == 1
@@ -161,7 +162,7 @@ def test_player_stats_of_a_double_win_with_bao_hu() -> None:
 def test_stats_merge_sums_counters_and_keeps_the_max() -> None:
     deltas = player_stats.rows(_robbed_kong_hand()) + player_stats.rows(_double_win_bao_hu())
     deltas += player_stats.rows(LouHuIncurred(info=INFO, at=EventRef(version=9, position=9), seat=2, hand=1))
-    carol = player_stats.merge(deltas)[("acme", "carol", "default")]
+    carol = player_stats.merge(deltas)[("acme", "carol", "default", NO_DAY)]
     assert carol.counters["wins"] == 2 and carol.counters["hands_played"] == 2
     assert carol.counters["lou_hu_incurred"] == 1
     assert carol.patterns == {"qiang_gang_hu": 1, "ka_wu_xing": 1}
