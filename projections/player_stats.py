@@ -39,7 +39,13 @@ def day_of(at: str | None) -> date:
     text = at.upper().replace(" ", "T").replace("Z", "+00:00")
     if text[17:19] == "60":  # a leap second: the day is that of its second 59
         text = text[:17] + "59" + text[19:]
-    return datetime.fromisoformat(text).astimezone(UTC).date()
+    try:
+        return datetime.fromisoformat(text).astimezone(UTC).date()
+    except (ValueError, OverflowError):  # past Python's years 1…9999 in UTC: the date as written
+        try:
+            return date.fromisoformat(text[:10])
+        except ValueError:  # year 0000: no day
+            return NO_DAY
 
 
 class StatDelta(msgspec.Struct, kw_only=True):

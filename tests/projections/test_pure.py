@@ -205,3 +205,17 @@ def test_matching_report_gives_no_discrepancy() -> None:
     assert discrepancies.rows(fact) == []
     # the same money reported with the pair reversed and netted still matches
     assert discrepancies.compare([(0, 1, 5), (1, 0, 2)], [(0, 1, 3)]) == []
+
+
+def test_the_day_of_a_hand_is_the_utc_date_of_its_at() -> None:
+    import datetime
+
+    from projections.player_stats import day_of
+
+    assert day_of(None) == NO_DAY
+    assert day_of("2026-11-30T23:30:00-02:00") == datetime.date(2026, 12, 1)
+    assert day_of("2026-12-01t00:30:00+08:00") == datetime.date(2026, 11, 30)
+    assert day_of("2026-12-31 23:59:60Z") == datetime.date(2026, 12, 31)  # a leap second
+    assert day_of("9999-12-31T23:00:00-05:00") == datetime.date(9999, 12, 31)  # UTC would be year 10000
+    assert day_of("0001-01-01T00:30:00+01:00") == datetime.date(1, 1, 1)
+    assert day_of("0000-06-01T00:00:00Z") == NO_DAY  # a time the admission lets through: no day, no crash
