@@ -1,11 +1,13 @@
-"""Read model ``player_stats``: per player, preset and day, summed counters (definitions in
-docs/projections.md). Only counts and sums are stored; every ratio (win rate, average multiplier,
-…) is computed at read time from summed counts, so "overall" is the sum of the preset rows and a
-period the sum of its days.
+"""Read model ``player_stats``: per player and preset, summed counters (definitions in
+docs/projections.md), twice: a totals row (``day`` = :data:`TOTAL`) and a row per day. Only counts
+and sums are stored; every ratio (win rate, average multiplier, …) is computed at read time from
+summed counts, so "overall" is the sum of the preset rows and a period the sum of its day rows,
+while the all-time leaderboard and a player's stats read the totals rows only.
 
 The day is the UTC date of the hand's time (``HandSettled.hand_at``: the ``at`` of the event that
-settled it, else the latest ``at`` before it on the table); :data:`NO_DAY` when the table's events
-carry no ``at``. A 漏胡 counts on the day of the latest ``at`` of its table too.
+settled it, else the latest ``at`` before it on the table). A hand whose table's events carry no
+``at`` has no day: it counts in the totals only. A 漏胡 counts on the day of the latest ``at`` of
+its table.
 
 A ``hu`` recorded with a violation (a ``violations: "record"`` table) is not a win here: it counts
 in ``hu_violations`` and in none of the win counters, multipliers, patterns or deal-ins. The coins
@@ -27,32 +29,34 @@ from projections.sql import Connection, MultiRowInsert
 
 NAME = "player_stats"
 
-Key = tuple[str, str, str, date]  # tenant, player id, preset, day
+Key = tuple[str, str, str, date | None]  # tenant, player id, preset, day (None: no day)
 
-NO_DAY = date(1, 1, 1)  # the day of a hand whose table's events carry no ``at`` (in no period)
+TOTAL = date(1, 1, 1)  # ``day`` of the totals rows (every hand, with a day or not)
 
 
-def day_of(at: str | None) -> date:
-    """The UTC date of an RFC 3339 time as sent (``2026-11-30T23:30:00-02:00`` → 2026-12-01)."""
+def day_of(at: str | None) -> date | None:
+    """The UTC date of an RFC 3339 time as sent (``2026-11-30T23:30:00-02:00`` → 2026-12-01); None
+    for no time, or one no calendar day after :data:`TOTAL` holds (year 0000, 0001-01-01)."""
     if at is None:
-        return NO_DAY
+        return None
     text = at.upper().replace(" ", "T").replace("Z", "+00:00")
     if text[17:19] == "60":  # a leap second: the day is that of its second 59
         text = text[:17] + "59" + text[19:]
     try:
-        return datetime.fromisoformat(text).astimezone(UTC).date()
+        day = datetime.fromisoformat(text).astimezone(UTC).date()
     except (ValueError, OverflowError):  # past Python's years 1…9999 in UTC: the date as written
         try:
-            return date.fromisoformat(text[:10])
-        except ValueError:  # year 0000: no day
-            return NO_DAY
+            day = date.fromisoformat(text[:10])
+        except ValueError:  # year 0000
+            return None
+    return day if day > TOTAL else None
 
 
 class StatDelta(msgspec.Struct, kw_only=True):
     tenant: str
     player_id: str
     preset: str
-    day: date = NO_DAY
+    day: date | None = None
     counters: dict[str, int] = msgspec.field(default_factory=dict)
     max_multiplier: int = 0
     patterns: dict[str, int] = msgspec.field(default_factory=dict)
@@ -184,13 +188,22 @@ def merge(deltas: list[StatDelta]) -> dict[Key, StatDelta]:
     return out
 
 
+def _order(key: Key) -> tuple[str, str, str, date]:
+    return (key[0], key[1], key[2], key[3] or TOTAL)
+
+
 def write(conn: Connection, batch: list[StatDelta]) -> None:
     if not batch:
         return
     merged = merge(batch)
+    # the batch's day rows, and its totals (every delta, with a day or not) as the TOTAL rows
+    totals = merge([StatDelta(tenant=d.tenant, player_id=d.player_id, preset=d.preset, day=TOTAL,
+                              counters=d.counters, max_multiplier=d.max_multiplier)
+                    for d in merged.values()])  # fmt: skip
     values: list[dict[str, Any]] = []
-    for key in sorted(merged):
-        d = merged[key]
+    for d in [merged[k] for k in sorted(merged, key=_order) if k[3] is not None] + [
+        totals[k] for k in sorted(totals, key=_order)
+    ]:
         row: dict[str, Any] = {"tenant": d.tenant, "player_id": d.player_id, "preset": d.preset, "day": d.day}
         for name in STAT_COUNTERS:
             row[name] = d.counters.get(name, 0)
@@ -198,7 +211,7 @@ def write(conn: Connection, batch: list[StatDelta]) -> None:
         values.append(row)
     _STATS_UPSERT.execute(conn, values)
     patterns: Counter[tuple[str, str, str, str]] = Counter()  # patterns are kept per preset, not per day
-    for key in sorted(merged):
+    for key in sorted(merged, key=_order):
         d = merged[key]
         for p, n in d.patterns.items():
             patterns[(d.tenant, d.player_id, d.preset, p)] += n

@@ -123,7 +123,7 @@ player_stats = Table(
     Column("tenant", Text, primary_key=True),
     Column("player_id", Text, primary_key=True),
     Column("preset", Text, primary_key=True),
-    # UTC date of the hand's time (its events' ``at``); 0001-01-01: none carried one (0008)
+    # 0001-01-01: the totals row; else the UTC date of the hands' time (their events' ``at``) (0008)
     Column("day", Date, primary_key=True, server_default="0001-01-01"),
     *[Column(name, BigInteger, nullable=False, server_default="0") for name in STAT_COUNTERS],
     Column("max_multiplier", BigInteger, nullable=False, server_default="0"),

@@ -27,7 +27,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from sqlalchemy import select, text
 
 from projections.ledger import HOUSE
-from projections.player_stats import NO_DAY
+from projections.player_stats import TOTAL
 from projections.schema import (
     STAT_COUNTERS,
     discrepancies,
@@ -114,14 +114,14 @@ def player_statistics(
 
     c = player_stats.c
     cols = [c.preset, *[func.sum(c[n]) for n in STAT_COUNTERS], func.max(c.max_multiplier)]
-    where = [player_stats.c.tenant == principal.tenant, player_stats.c.player_id == player_id]
+    where = [c.tenant == principal.tenant, c.player_id == player_id, c.day == TOTAL]  # the totals rows
     pwhere = [player_patterns.c.tenant == principal.tenant, player_patterns.c.player_id == player_id]
     if preset is not None:
-        where.append(player_stats.c.preset == preset)
+        where.append(c.preset == preset)
         pwhere.append(player_patterns.c.preset == preset)
     rows, prow = read_rows(
         container.pool,
-        select(*cols).where(*where).group_by(c.preset).order_by(c.preset.collate("C")),  # a row per day
+        select(*cols).where(*where).group_by(c.preset).order_by(c.preset.collate("C")),
         select(player_patterns.c.preset, player_patterns.c.pattern, player_patterns.c.wins).where(*pwhere),
     )
     if not rows:
@@ -330,8 +330,10 @@ def leaderboard(
     where = [s.tenant == principal.tenant]
     if preset is not None:
         where.append(s.preset == preset)
-    if first is not None or last is not None:
-        where.append(s.day > NO_DAY)
+    if first is None and last is None:
+        where.append(s.day == TOTAL)  # all time: the totals rows (every hand, with a time or not)
+    else:
+        where.append(s.day > TOTAL)  # a period: the day rows
     if first is not None:
         where.append(s.day >= first)
     if last is not None:

@@ -199,3 +199,27 @@ def test_ledger_entries_carry_the_time_of_their_event_and_an_empty_house_ledger(
     assert house.status_code == 200
     assert {k: house.json()[k] for k in ("kind", "balance", "entries_total", "entries", "next_after")} == {
         "kind": "house", "balance": 0, "entries_total": 0, "entries": [], "next_after": None}  # fmt: skip
+
+
+def test_a_table_without_times_counts_in_the_totals_and_in_no_period(
+    client: Any, platform: dict[str, str], dashboard: dict[str, str], container: Any,
+    tables: list[dict[str, Any]],
+) -> None:  # fmt: skip
+    def hands(**params: Any) -> dict[str, int]:
+        return {r["player_id"]: r["hands_played"] for r in _board(client, dashboard, **params)["players"]}
+
+    before, period = hands(), hands(since="2026-11-01", until="2026-11-30")
+    assert before == period  # every hand so far has a time in November
+    trio = ["ann", "Bo", "cy"]
+    events = simulate_table(random.Random(99), 2, {"preset": "default"}, "untimed", players=trio)
+    assert all("at" not in e for e in events)
+    append(client, platform, f"dash-untimed-{uuid.uuid4().hex[:8]}", events)
+    Projector(container.pool, container.store, engine).catch_up()
+    played = len([s for s in engine.fold([convert(e) for e in events]).settlements if s.end != "aborted"])
+    after = hands()
+    assert {p: after[p] - before.get(p, 0) for p in after} == {
+        p: (played if p in trio else 0) for p in after
+    }
+    assert hands(since="2026-11-01", until="2026-11-30") == period
+    stats = client.get("/v1/players/ann/stats", headers=dashboard).json()["overall"]
+    assert stats["hands_played"] == after["ann"]

@@ -53,17 +53,17 @@ def test_given_a_recorded_hu_that_is_no_winning_hand_then_it_pays_nothing_and_na
 
 def test_a_recorded_illegal_hu_is_no_win_in_the_statistics() -> None:
     merged = player_stats.merge(player_stats.rows(_fact(_bad_hu())))
-    bob = merged[("acme", "bob", "default", player_stats.NO_DAY)].counters
+    bob = merged[("acme", "bob", "default", None)].counters
     assert bob.get("wins", 0) == 0 and bob.get("wins_discard", 0) == 0 and bob.get("sum_multiplier", 0) == 0
     assert bob["hu_violations"] == 1 and bob["hands_played"] == 1
-    alice = merged[("acme", "alice", "default", player_stats.NO_DAY)].counters
+    alice = merged[("acme", "alice", "default", None)].counters
     assert alice.get("deal_ins", 0) == 0  # nobody dealt in to a hand that is no win
-    assert merged[("acme", "bob", "default", player_stats.NO_DAY)].patterns == {}
+    assert merged[("acme", "bob", "default", None)].patterns == {}
     # a real win recorded with lou_hu: paid as scored (the coins count), but not a win here
     merged = player_stats.merge(player_stats.rows(_fact(_lou_hu_win())))
-    carol = merged[("acme", "carol", "default", player_stats.NO_DAY)].counters
+    carol = merged[("acme", "carol", "default", None)].counters
     assert carol.get("wins", 0) == 0 and carol["hu_violations"] == 1 and carol["net_coins"] == 4
-    assert merged[("acme", "bob", "default", player_stats.NO_DAY)].counters["net_coins"] == -4
+    assert merged[("acme", "bob", "default", None)].counters["net_coins"] == -4
 
 
 @pytest.fixture()

@@ -1,6 +1,6 @@
-"""Migration 0008 (player statistics by day) keeps the numbers both ways: given rows of one player on
-two days → down to 0007 they are one row (counters summed, the greatest max_multiplier) → up again
-that row is the no-day row (0001-01-01), and a rebuild files it by day."""
+"""Migration 0008 (player statistics by day) keeps the numbers both ways: given a player's totals row
+and two day rows → down to 0007 the totals row is the player's row (the day rows go) → up again it
+is the totals row (0001-01-01); a rebuild adds the day rows."""
 
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ INSERT = ("INSERT INTO proj_player_stats (tenant, player_id, preset, day, wins, 
           "max_multiplier) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)")  # fmt: skip
 
 
-def test_0008_down_sums_the_days_and_up_keeps_them_as_the_no_day_row(pg_cluster: Any) -> None:
+def test_0008_down_keeps_the_totals_rows_and_up_keeps_them_as_totals(pg_cluster: Any) -> None:
     url = pg_cluster.create_database("kwx_migration_0008")
     migrate.upgrade(url, revision="0008")
     with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(INSERT, ("acme", "ann", "default", datetime.date(1, 1, 1), 5, 6, 1, 16))
         conn.execute(INSERT, ("acme", "ann", "default", datetime.date(2026, 11, 1), 2, 10, 1, 4))
         conn.execute(INSERT, ("acme", "ann", "default", datetime.date(2026, 11, 2), 3, -4, 0, 16))
         conn.execute(INSERT, ("acme", "bo", "default", datetime.date(1, 1, 1), 1, -6, 0, 2))
