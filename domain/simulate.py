@@ -11,6 +11,13 @@ probability; take most wins but pass some (漏胡); 碰 / 杠 with some probabil
 the wall is sent in ``hand_started`` most of the time, sometimes only its SHA-256 with a
 ``wall_revealed`` after the hand; some hands are aborted; most hands get a ``settlement_reported``
 (a few deliberately wrong); the table ends with ``table_closed``.
+
+Two options leave the stream of play exactly as without them (they draw nothing from ``rng``):
+``start`` gives every event an ``at`` (RFC 3339, UTC, whole seconds): the table opens at
+``start`` and each event follows the one before by a few seconds (a new hand by a minute or two),
+the gaps drawn from a ``random.Random`` of their own, seeded by the table id and ``start``, so
+the same arguments give the same times; ``players`` names the table's three players (a pool the
+caller draws from: a player then has a history across tables).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -118,7 +126,15 @@ def deal(rng: random.Random, dealer: int, *, stacked: bool = False) -> tuple[lis
 
 
 class _Table:
-    def __init__(self, rng: random.Random, rules_spec: dict[str, Any], table_id: str, policy: Policy) -> None:
+    def __init__(
+        self,
+        rng: random.Random,
+        rules_spec: dict[str, Any],
+        table_id: str,
+        policy: Policy,
+        start: datetime | None = None,
+        players: Sequence[str] | None = None,
+    ) -> None:
         self.rng = rng
         self.table_id = table_id
         self.policy = policy
@@ -127,10 +143,19 @@ class _Table:
         self.state: TableState = engine.initial()
         self.out: list[Wire] = []
         self.wall: list[int] = []
+        self.players = list(players) if players is not None else [f"{table_id}-p{i}" for i in range(3)]
+        self.clock = start.astimezone(UTC).replace(microsecond=0) if start is not None else None
+        self.time_rng = random.Random(f"{table_id}|{start.isoformat()}") if start is not None else None
 
     # --- plumbing -------------------------------------------------------------------------
     def _with_id(self, ev: Wire) -> Wire:
-        return {"id": f"{self.table_id}-{len(self.out) + 1}", **ev}
+        wire: Wire = {"id": f"{self.table_id}-{len(self.out) + 1}"}
+        if self.clock is not None and self.time_rng is not None:
+            if self.out:  # the first event is at ``start``
+                low, high = (45, 150) if ev["type"] == "hand_started" else (2, 12)
+                self.clock += timedelta(seconds=self.time_rng.randint(low, high))
+            wire["at"] = self.clock.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {**wire, **ev}
 
     def emit(self, ev: Wire) -> None:
         wire = self._with_id(ev)
@@ -150,7 +175,7 @@ class _Table:
         self.emit(
             {
                 "type": "table_opened",
-                "players": [f"{self.table_id}-p{i}" for i in range(3)],
+                "players": self.players,
                 "rules": self.rules_spec,
                 "base": self.rng.choice((1, 1, 2, 5, 10)),
             }
@@ -295,6 +320,13 @@ def simulate_table(
     rules_spec: dict[str, Any] | None = None,
     table_id: str = "sim",
     policy: Policy | None = None,
+    *,
+    start: datetime | None = None,
+    players: Sequence[str] | None = None,
 ) -> list[Wire]:
-    """The events (wire dicts) of one simulated table of ``hands`` hands, ending in table_closed."""
-    return _Table(rng, rules_spec or {"preset": "default"}, table_id, policy or Policy()).play(hands)
+    """The events (wire dicts) of one simulated table of ``hands`` hands, ending in table_closed;
+    with ``start`` every event has an ``at``, with ``players`` those three play (module docstring)."""
+    if players is not None and (len(players) != 3 or len(set(players)) != 3):
+        raise ValueError(f"a table needs three different players, not {list(players)!r}")
+    table = _Table(rng, rules_spec or {"preset": "default"}, table_id, policy or Policy(), start, players)
+    return table.play(hands)

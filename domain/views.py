@@ -12,8 +12,9 @@ from typing import Any
 import msgspec
 
 from domain.actions import legal_actions
+from domain.facts import HandRecord
 from domain.rules import to_dict
-from domain.state import HandState, TableState
+from domain.state import HandState, LouHu, TableState
 from domain.tiles import TILE_NAMES, format_counts
 from domain.walls import remaining
 
@@ -24,6 +25,26 @@ def _t(k: int | None) -> str | None:
 
 def _b(x: Any) -> Any:
     return msgspec.to_builtins(x)
+
+
+def _lou_hu(x: LouHu | None) -> dict[str, Any] | None:
+    """A 漏胡 on the wire: its tile by name (tiles are names everywhere outside the engine)."""
+    if x is None:
+        return None
+    d: dict[str, Any] = _b(x)
+    d["tile"] = TILE_NAMES[x.tile]
+    return d
+
+
+def _record(rec: HandRecord) -> dict[str, Any]:
+    """The hand's record on the wire: tiles by name; an event not (yet) there is ``null``, not 0."""
+    d: dict[str, Any] = _b(rec)
+    d["kongs"] = [{**_b(k), "tile": TILE_NAMES[k.tile]} for k in rec.kongs]
+    d["wins"] = [{**_b(w), "tile": TILE_NAMES[w.tile]} for w in rec.wins]
+    d["ma_tile"] = _t(rec.ma_tile)
+    d["end_event"] = rec.end_event or None
+    d["ma_event"] = rec.ma_event or None
+    return d
 
 
 def public_view(state: TableState, seat: int | None) -> dict[str, Any]:
@@ -97,7 +118,7 @@ def _hand_view(hs: HandState, viewer: int | None) -> dict[str, Any]:
                 "hidden": [TILE_NAMES[k] for k in info.hidden] if own else len(info.hidden),
             },
             "waits": [TILE_NAMES[k] for k in hs.waits[s]] if own else None,
-            "lou_hu": _b(hs.lou_hu[s]),
+            "lou_hu": _lou_hu(hs.lou_hu[s]),
         }
         seats.append(seat_view)
     chain = hs.chain
@@ -116,6 +137,6 @@ def _hand_view(hs: HandState, viewer: int | None) -> dict[str, Any]:
         if chain is None
         else {"seat": chain.seat, "length": chain.length, "factor": chain.factor, "stage": chain.stage},
         "kong_money": list(hs.kong_money),
-        "lou_hu_log": _b(hs.lou_hu_log),
-        "record": _b(hs.record),
+        "lou_hu_log": [_lou_hu(x) for x in hs.lou_hu_log],
+        "record": _record(hs.record),
     }

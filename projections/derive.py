@@ -40,6 +40,7 @@ class TableCtx(msgspec.Struct, kw_only=True):
     failures: int = 0  # events the engine could not apply (corrupted rows): skipped, logged
     # ordinal of a settlement that a 买码 tile may still revise (maima on, self-draw, no ma yet)
     pending_ordinal: int = 0
+    last_at: str | None = None  # the latest ``at`` of the table's events so far (None: none had one)
 
 
 class Unreadable(ValueError):
@@ -166,6 +167,8 @@ def advance_row(
         ctx.failures += 1
         raise Unreadable(f"{ctx.table_id} v{version}: {exc}") from exc
     ctx.state = after
+    if event.at is not None:
+        ctx.last_at = event.at
     kind = type(event)
     if kind is TableOpened and isinstance(event, TableOpened):  # (isinstance: for the type checker)
         ctx.info = _info(ctx, event, after)
@@ -204,7 +207,7 @@ def _facts(
             facts.append(
                 LouHuIncurred(
                     info=info, at=at, seat=lou.seat, hand=lou.hand, tile=_tile_name(lou.tile),
-                    would_pay=lou.multiplier,
+                    would_pay=lou.multiplier, table_at=ctx.last_at,
                 )
             )  # fmt: skip
     # Settlements: final when the engine produces them, except a self-draw on a 买码 table, which
@@ -248,7 +251,11 @@ def _ma_may_follow(state: Any, record: Any) -> bool:
 def _settled(
     ctx: TableCtx, info: TableInfo, at: EventRef, ordinal: int, settlement: Any, record: Any
 ) -> list[Fact]:
-    out: list[Fact] = [HandSettled(info=info, at=at, ordinal=ordinal, settlement=settlement, record=record)]
+    out: list[Fact] = [
+        HandSettled(
+            info=info, at=at, ordinal=ordinal, settlement=settlement, record=record, hand_at=ctx.last_at
+        )
+    ]
     pending = ctx.pending_reports.pop(settlement.hand, None)
     if pending is not None:
         out.append(_compared(info, at, settlement.hand, pending[0], pending[1], settlement))

@@ -38,6 +38,9 @@ class HandSettled(msgspec.Struct, frozen=True, kw_only=True):
     ordinal: int
     settlement: Settlement
     record: HandRecord | None = None
+    # the hand's time: the ``at`` of the event that settled it, else the latest ``at`` of the table's
+    # events before it (RFC 3339, as sent); None when no event of the table so far carried one
+    hand_at: str | None = None
 
 
 class ReportedLine(msgspec.Struct, frozen=True, kw_only=True):
@@ -67,6 +70,7 @@ class LouHuIncurred(msgspec.Struct, frozen=True, kw_only=True):
     hand: int
     tile: str = ""
     would_pay: int = 0
+    table_at: str | None = None  # the latest ``at`` of the table's events so far (None: none had one)
 
 
 class SnapshotTaken(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,11 +1,24 @@
 """Read model ``player_stats``: per player and preset, summed counters (definitions in
-docs/projections.md). Only counts and sums are stored; every ratio (win rate, average multiplier,
-…) is computed at read time from summed counts, so "overall" is the sum of the preset rows.
+docs/projections.md), twice: a totals row (``day`` = :data:`TOTAL`) and a row per day. Only counts
+and sums are stored; every ratio (win rate, average multiplier, …) is computed at read time from
+summed counts, so "overall" is the sum of the preset rows and a period the sum of its day rows,
+while the all-time leaderboard and a player's stats read the totals rows only.
+
+The day is the UTC date of the hand's time (``HandSettled.hand_at``: the ``at`` of the event that
+settled it, else the latest ``at`` before it on the table). A hand whose table's events carry no
+``at`` has no day: it counts in the totals only. A 漏胡 counts on the day of the latest ``at`` of
+its table.
+
+A ``hu`` recorded with a violation (a ``violations: "record"`` table) is not a win here: it counts
+in ``hu_violations`` and in none of the win counters, multipliers, patterns or deal-ins. The coins
+its settlement moved (none for ``not_a_winning_hand``; a real win recorded with another rule
+violation is paid as scored, docs/rulings.md 28) count in the coin counters like any others.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, date, datetime
 from typing import Any
 
 import msgspec
@@ -16,20 +29,41 @@ from projections.sql import Connection, MultiRowInsert
 
 NAME = "player_stats"
 
-Key = tuple[str, str, str]  # tenant, player id, preset
+Key = tuple[str, str, str, date | None]  # tenant, player id, preset, day (None: no day)
+
+TOTAL = date(1, 1, 1)  # ``day`` of the totals rows (every hand, with a day or not)
+
+
+def day_of(at: str | None) -> date | None:
+    """The UTC date of an RFC 3339 time as sent (``2026-11-30T23:30:00-02:00`` → 2026-12-01); None
+    for no time, or one no calendar day after :data:`TOTAL` holds (year 0000, 0001-01-01)."""
+    if at is None:
+        return None
+    text = at.upper().replace(" ", "T").replace("Z", "+00:00")
+    if text[17:19] == "60":  # a leap second: the day is that of its second 59
+        text = text[:17] + "59" + text[19:]
+    try:
+        day = datetime.fromisoformat(text).astimezone(UTC).date()
+    except (ValueError, OverflowError):  # past Python's years 1…9999 in UTC: the date as written
+        try:
+            day = date.fromisoformat(text[:10])
+        except ValueError:  # year 0000
+            return None
+    return day if day > TOTAL else None
 
 
 class StatDelta(msgspec.Struct, kw_only=True):
     tenant: str
     player_id: str
     preset: str
+    day: date | None = None
     counters: dict[str, int] = msgspec.field(default_factory=dict)
     max_multiplier: int = 0
     patterns: dict[str, int] = msgspec.field(default_factory=dict)
 
     @property
     def key(self) -> Key:
-        return (self.tenant, self.player_id, self.preset)
+        return (self.tenant, self.player_id, self.preset, self.day)
 
     def add(self, counter: str, n: int = 1) -> None:
         if counter not in _KNOWN:
@@ -43,7 +77,8 @@ _KNOWN = frozenset(STAT_COUNTERS)  # (a set: ``in`` on the tuple scanned ≈ 25 
 
 def _settled(fact: HandSettled) -> list[StatDelta]:
     info, s, record = fact.info, fact.settlement, fact.record
-    seats = [StatDelta(tenant=info.tenant, player_id=p, preset=info.preset) for p in info.players]
+    day = day_of(fact.hand_at)
+    seats = [StatDelta(tenant=info.tenant, player_id=p, preset=info.preset, day=day) for p in info.players]
     if s.end == "aborted":
         for d in seats:
             d.add("hands_aborted")
@@ -62,12 +97,21 @@ def _settled(fact: HandSettled) -> list[StatDelta]:
 
     robbed_by_event: dict[tuple[int, int], bool] = {}
     liang_dao_by_event: dict[tuple[int, int], bool] = {}
+    violated: set[tuple[int, int]] = set()
     if record is not None:
         for w in record.wins:
             robbed_by_event[(w.event, w.seat)] = w.robbed_kong
             liang_dao_by_event[(w.event, w.seat)] = w.liang_dao
-    dealt_in: set[int] = set()
+            if w.violation is not None:
+                violated.add((w.event, w.seat))
+    else:  # no record: a zero multiplier is the recorded not_a_winning_hand (every real win has ≥ 1)
+        violated = {(w.event, w.seat) for w in s.wins if w.multiplier == 0}
+    real = [w for w in s.wins if (w.event, w.seat) not in violated]
     for w in s.wins:
+        if (w.event, w.seat) in violated:
+            seats[w.seat].add("hu_violations")
+    dealt_in: set[int] = set()
+    for w in real:
         d = seats[w.seat]
         ids = {p.id for p in w.patterns}
         d.add("wins")
@@ -80,7 +124,7 @@ def _settled(fact: HandSettled) -> list[StatDelta]:
         else:
             d.add("wins_discard")
             dealt_in.add(w.from_)
-        if len(s.wins) > 1:
+        if len(real) > 1:
             d.add("wins_double")
         if liang_dao_by_event.get((w.event, w.seat), "liang_dao" in ids):
             d.add("liang_dao_won")
@@ -100,7 +144,7 @@ def _settled(fact: HandSettled) -> list[StatDelta]:
             d.patterns[pattern_id] = d.patterns.get(pattern_id, 0) + 1
     for seat in dealt_in:
         seats[seat].add("deal_ins")
-        if len(s.wins) > 1:
+        if len(real) > 1:
             seats[seat].add("deal_ins_double")
     if record is not None:
         for seat in sorted({decl.seat for decl in record.declarations}):
@@ -121,8 +165,9 @@ def rows(fact: Fact) -> list[StatDelta]:
         return [d for d in _settled(fact) if d.counters or d.patterns]
     if isinstance(fact, LouHuIncurred):
         d = StatDelta(
-            tenant=fact.info.tenant, player_id=fact.info.players[fact.seat], preset=fact.info.preset
-        )
+            tenant=fact.info.tenant, player_id=fact.info.players[fact.seat], preset=fact.info.preset,
+            day=day_of(fact.table_at),
+        )  # fmt: skip
         d.add("lou_hu_incurred")
         return [d]
     return []
@@ -134,7 +179,7 @@ def merge(deltas: list[StatDelta]) -> dict[Key, StatDelta]:
     for d in deltas:
         acc = out.get(d.key)
         if acc is None:
-            acc = out[d.key] = StatDelta(tenant=d.tenant, player_id=d.player_id, preset=d.preset)
+            acc = out[d.key] = StatDelta(tenant=d.tenant, player_id=d.player_id, preset=d.preset, day=d.day)
         for name, n in d.counters.items():
             acc.counters[name] = acc.counters.get(name, 0) + n
         for name, n in d.patterns.items():
@@ -143,24 +188,36 @@ def merge(deltas: list[StatDelta]) -> dict[Key, StatDelta]:
     return out
 
 
+def _order(key: Key) -> tuple[str, str, str, date]:
+    return (key[0], key[1], key[2], key[3] or TOTAL)
+
+
 def write(conn: Connection, batch: list[StatDelta]) -> None:
     if not batch:
         return
     merged = merge(batch)
+    # the batch's day rows, and its totals (every delta, with a day or not) as the TOTAL rows
+    totals = merge([StatDelta(tenant=d.tenant, player_id=d.player_id, preset=d.preset, day=TOTAL,
+                              counters=d.counters, max_multiplier=d.max_multiplier)
+                    for d in merged.values()])  # fmt: skip
     values: list[dict[str, Any]] = []
-    for key in sorted(merged):
-        d = merged[key]
-        row: dict[str, Any] = {"tenant": d.tenant, "player_id": d.player_id, "preset": d.preset}
+    for d in [merged[k] for k in sorted(merged, key=_order) if k[3] is not None] + [
+        totals[k] for k in sorted(totals, key=_order)
+    ]:
+        row: dict[str, Any] = {"tenant": d.tenant, "player_id": d.player_id, "preset": d.preset, "day": d.day}
         for name in STAT_COUNTERS:
             row[name] = d.counters.get(name, 0)
         row["max_multiplier"] = d.max_multiplier
         values.append(row)
     _STATS_UPSERT.execute(conn, values)
+    patterns: Counter[tuple[str, str, str, str]] = Counter()  # patterns are kept per preset, not per day
+    for key in sorted(merged, key=_order):
+        d = merged[key]
+        for p, n in d.patterns.items():
+            patterns[(d.tenant, d.player_id, d.preset, p)] += n
     pattern_rows = [
-        {"tenant": d.tenant, "player_id": d.player_id, "preset": d.preset, "pattern": p, "wins": n}
-        for key in sorted(merged)
-        for d in (merged[key],)
-        for p, n in sorted(Counter(d.patterns).items())
+        {"tenant": t, "player_id": player, "preset": preset, "pattern": p, "wins": n}
+        for (t, player, preset, p), n in sorted(patterns.items())
     ]
     _PATTERNS_UPSERT.execute(conn, pattern_rows)
 
@@ -169,8 +226,8 @@ def write(conn: Connection, batch: list[StatDelta]) -> None:
 # maximum stays the maximum.
 _STATS_UPSERT = MultiRowInsert(
     player_stats,
-    ["tenant", "player_id", "preset", *STAT_COUNTERS, "max_multiplier"],
-    "ON CONFLICT (tenant, player_id, preset) DO UPDATE SET "
+    ["tenant", "player_id", "preset", "day", *STAT_COUNTERS, "max_multiplier"],
+    "ON CONFLICT (tenant, player_id, preset, day) DO UPDATE SET "
     + ", ".join(f"{c} = {player_stats.name}.{c} + excluded.{c}" for c in STAT_COUNTERS)
     + f", max_multiplier = greatest({player_stats.name}.max_multiplier, excluded.max_multiplier)",
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlalchemy import (
     BigInteger,
     Column,
+    Date,
     DateTime,
     Integer,
     LargeBinary,
@@ -138,6 +139,7 @@ STAT_COUNTERS: tuple[str, ...] = (
     "liang_dao_declared",
     "liang_dao_won",
     "lou_hu_incurred",
+    "hu_violations",  # hu recorded with a rule violation (violations: "record"): not counted as wins
     "kongs_concealed",
     "kongs_added",
     "kongs_exposed",
@@ -155,6 +157,8 @@ player_stats = Table(
     Column("tenant", Text, primary_key=True),
     Column("player_id", Text, primary_key=True),
     Column("preset", Text, primary_key=True),
+    # 0001-01-01: the totals row; else the UTC date of the hands' time (their events' ``at``) (0008)
+    Column("day", Date, primary_key=True, server_default="0001-01-01"),
     *[Column(name, BigInteger, nullable=False, server_default="0") for name in STAT_COUNTERS],
     Column("max_multiplier", BigInteger, nullable=False, server_default="0"),
 )

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import psycopg
 from psycopg.types.json import Jsonb
-from sqlalchemy import BigInteger, Integer, LargeBinary, Numeric, String, Table, Text
+from sqlalchemy import BigInteger, Date, Integer, LargeBinary, Numeric, String, Table, Text
 from sqlalchemy.dialects import postgresql as pg_dialects
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql import ClauseElement
@@ -71,6 +71,8 @@ def _record_type(table: Table, key: str) -> tuple[str, str]:
         return "int8", ref
     if isinstance(t, String | Text):
         return "text", ref
+    if isinstance(t, Date):  # msgspec encodes a date as YYYY-MM-DD
+        return "date", ref
     if isinstance(t, LargeBinary):  # msgspec encodes bytes as base64
         return "text", f"decode({ref}, 'base64')"
     if isinstance(t, Numeric):

@@ -2,8 +2,10 @@
 
 * ``seat_view(state, s)``: exactly what seat ``s`` saw. Its own concealed tiles, drawn tile and
   waits; of the others only what was shown (亮倒 minus the triplets kept face down, melds,
-  discards, counts). Legal next actions: only the viewer's own (the others' possible 碰 / 杠 / 胡
-  would reveal their hands), and a draw never names the wall's next tile. Other seats' 漏胡 and
+  discards, counts). Legal next actions: only the viewer's own — those with ``seat == s`` and the
+  ``hu`` whose only winner is ``s`` (its discard win or self-draw; a joint 一炮双响 ``hu`` names
+  another seat's win and is left out, as are the others' possible 碰 / 杠 / 胡, which would reveal
+  their hands) — and a draw never names the wall's next tile. Other seats' 漏胡 and
   recorded violations are hidden (a passed win reveals the waits; a ruling may quote a hand).
 * ``spectator_view(state)``: what anyone at the table saw (nobody's concealed tiles); legal
   actions reduced to those that reveal no hand (draws without the tile, table-level events).
@@ -65,14 +67,18 @@ def _own_rulings(view: dict[str, Any], viewer: int | None) -> None:
     ]
 
 
+def seat_may_take(action: dict[str, Any], seat: int) -> bool:
+    """Whether ``seat`` may take ``action`` by itself: its own (``seat``), its own win (a ``hu``
+    has ``winners``, not ``seat``: only a win of this seat alone), or a table-level event."""
+    if action.get("type") == "hu":
+        return list(action.get("winners") or ()) == [seat]
+    return action.get("seat") == seat or (action.get("seat") is None and action.get("type") in _TABLE_LEVEL)
+
+
 def seat_view(state: Any, seat: int) -> dict[str, Any]:
     view = _public_view(state, seat)
     _own_rulings(view, seat)
-    view["legal_actions"] = [
-        _hide_draw(a)
-        for a in view["legal_actions"]
-        if a.get("seat") == seat or (a.get("seat") is None and a.get("type") in _TABLE_LEVEL)
-    ]
+    view["legal_actions"] = [_hide_draw(a) for a in view["legal_actions"] if seat_may_take(a, seat)]
     _strip_lou_hu(view, seat)
     view["view"] = "seat"
     return view

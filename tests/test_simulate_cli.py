@@ -42,3 +42,31 @@ def test_unknown_preset_is_refused() -> None:
     proc = _kwx("simulate", "--preset", "nowhere")
     assert proc.returncode == 2
     assert b"unknown preset" in proc.stderr
+
+
+def test_simulate_with_times_and_a_player_pool_is_deterministic_and_plays_the_same_hands() -> None:
+    args = ("simulate", "--tables", "6", "--hands", "2", "--seed", "8")
+    timed = ("--start", "2026-11-30T22:00:00Z", "--table-gap", "50", "--players", "4")
+    a, b, plain = _kwx(*args, *timed), _kwx(*args, *timed), _kwx(*args)
+    assert a.returncode == 0 and plain.returncode == 0, a.stderr.decode()
+    assert a.stdout == b.stdout  # same seed, start and pool: the same bytes
+    events = [json.loads(line) for line in a.stdout.splitlines()]
+    untimed = [json.loads(line) for line in plain.stdout.splitlines()]
+    # the options add times and names, and change nothing of the play
+    assert [{k: v for k, v in e.items() if k not in ("at", "players")} for e in events] == [
+        {k: v for k, v in e.items() if k != "players"} for e in untimed
+    ]
+    opened = [e for e in events if e["type"] == "table_opened"]
+    assert all(set(e["players"]) <= {"p001", "p002", "p003", "p004"} and len(set(e["players"])) == 3
+               for e in opened)  # fmt: skip
+    assert len({p for e in opened for p in e["players"]}) == 4  # a player sits at several tables
+    times = [e["at"] for e in events]
+    assert times == sorted(times) and times[0] == "2026-11-30T22:00:00Z"
+    assert {t[:10] for t in times} == {"2026-11-30", "2026-12-01"}  # six tables 50 minutes apart
+    assert opened[1]["at"] == "2026-11-30T22:50:00Z"
+
+
+def test_simulate_refuses_a_bad_start_or_pool() -> None:
+    for bad in (("--start", "yesterday"), ("--start", "2026-11-30"), ("--players", "2")):
+        proc = _kwx("simulate", *bad)
+        assert proc.returncode == 2 and b"kwx simulate:" in proc.stderr, bad

@@ -23,6 +23,7 @@ import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -36,6 +37,7 @@ from services.settings import Settings
 from services.store.faults import DATABASE_ERRORS
 
 log = get_logger("kwx.api")
+DOCS_ASSETS = "/docs/assets"  # the API docs' scripts, styles and icon (fastapi-offline's static files)
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 DESCRIPTION = """Game-record service for 卡五星 (Ka Wu Xing): platforms append table event streams,
@@ -59,7 +61,11 @@ def create_app(
             if owned is not None:
                 owned.close()
 
-    app = FastAPI(title="kwx", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    # /docs (Swagger UI) and /redoc load their scripts and styles from kwx itself (DOCS_ASSETS), not a
+    # CDN: fastapi-offline ships them in its package, so the pages work with no outside network.
+    app = FastAPIOffline(
+        title="kwx", version="0.1.0", description=DESCRIPTION, lifespan=lifespan, static_url=DOCS_ASSETS
+    )
     app.state.container = container
     app.include_router(health.router)
     app.include_router(tables.router)

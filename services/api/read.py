@@ -222,10 +222,36 @@ def _query_field(field: str | None) -> str:
     return "query." + field.removeprefix("rules.")
 
 
-def _derivation(settlement: Any, events: dict[int, Any]) -> dict[str, Any]:
+# What a recorded violation does to the hand (docs/rulings.md 28, CONTRACT.md §1: with
+# violations "record" an event that breaks a rule "is stored with its ruling and shows up in the
+# audit"): a hu that is not a winning hand (RULES.md §4) ends the hand and pays nothing; a real win
+# recorded with another rule broken is paid as scored.
+_NOT_A_WIN = (
+    "not a win: the hu was recorded with violation {code} (not a winning shape, RULES.md §4): "
+    "it ends the hand and pays nothing; the next dealer follows the recorded winner",
+    "不是胡牌：此胡以违规 {code} 记录在案（不成胡牌牌型，RULES.md 第4节）：本局结束，不付分；"
+    "下一局庄家仍按记录的胡牌者",
+)
+_PAID_AS_SCORED = (
+    "a real win recorded with violation {code} (a rule of RULES.md broken, stored as the platform "
+    "played it): paid as scored",
+    "违规 {code} 记录在案的真实胡牌（违反 RULES.md 的规则，按平台实际打法存储）：按计分支付",
+)
+
+
+def _violation_of(win: dict[str, Any], rulings: Any) -> Any:
+    """The ruling recorded with this win's hu event (a ruling naming a seat names that winner)."""
+    for r in rulings:
+        if r.event == win["event"] and r.detail.get("seat") in (None, win["seat"]):
+            return r
+    return None
+
+
+def _derivation(settlement: Any, events: dict[int, Any], rulings: Any = ()) -> dict[str, Any]:
     body: dict[str, Any] = msgspec.to_builtins(settlement)
     for w in body["wins"]:
-        w["derivation"] = {
+        ruling = _violation_of(w, rulings)
+        derivation: dict[str, Any] = {
             "patterns": [
                 f"{p['id']} ×{p['x']}" + (f" ({p['detail']})" if p.get("detail") else "")
                 for p in w["patterns"]
@@ -236,7 +262,22 @@ def _derivation(settlement: Any, events: dict[int, Any]) -> dict[str, Any]:
             else "屁胡 ×1",
             "cap": w.get("cap_note", ""),
             "payable": w["payable"],
+            "violation": None,
         }
+        if ruling is not None:
+            not_a_win = ruling.code == "not_a_winning_hand" or w["multiplier"] == 0
+            en, zh = _NOT_A_WIN if not_a_win else _PAID_AS_SCORED
+            derivation["violation"] = {
+                "code": ruling.code,
+                "counts_as_win": not not_a_win,
+                "effect": en.format(code=ruling.code),
+                "effect_zh": zh.format(code=ruling.code),
+                "message": ruling.message,
+                "message_zh": ruling.message_zh,
+            }
+            if not_a_win:
+                derivation["multiplier"] = "not a win (no multiplier): pays nothing"
+        w["derivation"] = derivation
     for t in body["transfers"]:
         ev = events.get(t["event"])
         if ev is not None:
@@ -271,7 +312,7 @@ def hand_settlement(
     if actual is None:
         raise NotFound(f"hand {hand} of {table_id!r} is not settled")
     body: dict[str, Any] = {"table_id": table_id, "hand": hand, "rules": msgspec.to_builtins(state.rules)}
-    body["settlement"] = _derivation(actual, by_version)
+    body["settlement"] = _derivation(actual, by_version, state.rulings)
     if override is not None:
         try:
             other = engine.fold(events, rules_override=override)
@@ -284,7 +325,7 @@ def hand_settlement(
         body["what_if"] = {
             "rules_override": override,
             "rules": msgspec.to_builtins(other.rules),
-            "settlement": _derivation(alt, by_version) if alt is not None else None,
+            "settlement": _derivation(alt, by_version, other.rulings) if alt is not None else None,
             "net_difference": [b - a for a, b in zip(actual.net, alt.net, strict=True)]
             if alt is not None
             else None,

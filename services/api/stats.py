@@ -6,7 +6,9 @@
   the account's entry number (``after``); always the player account, even for a player named
   ``house``.
 * ``GET /v1/house/ledger``: the same for the tenant's house account (service fees).
-* ``GET /v1/leaderboard``: players of the tenant by net coins (or another counter).
+* ``GET /v1/leaderboard``: players of the tenant ranked by any statistic it shows (counters,
+  ``max_multiplier``, ratios), either order, paged by ``offset``, over a period of UTC days
+  (``since`` / ``until``), a preset and a minimum number of hands.
 * ``GET /v1/discrepancies``: hands whose reported payout differs from the computed one, paged by
   the tenant's own feed number (``seq``), with whether the feed holds every event of the tenant.
 
@@ -17,13 +19,15 @@ orders by anything global (issue 11 §4): no log position, no checkpoint, no oth
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any
 
 import msgspec
 from fastapi import APIRouter, Depends, Query, Response
-from sqlalchemy import desc, select, text
+from sqlalchemy import select, text
 
 from projections.ledger import HOUSE
+from projections.player_stats import TOTAL
 from projections.schema import (
     STAT_COUNTERS,
     discrepancies,
@@ -47,6 +51,7 @@ from services.bootstrap import Container
 from services.db import read_rows
 from services.errors import Malformed, NotFound
 from services.store.keys import Principal
+from services.store.schema import events as stored_events
 
 router = APIRouter(
     prefix="/v1",
@@ -55,7 +60,6 @@ router = APIRouter(
 )
 _encoder = msgspec.json.Encoder()
 _ALL_ROLES = ("platform", "support", "dashboard")
-SORTABLE = ("net_coins", "wins", "hands_played", "max_multiplier", "sum_payable", "coins_won")
 
 
 def _json(body: Any) -> Response:
@@ -110,15 +114,18 @@ def player_statistics(
     require_role(principal, *_ALL_ROLES)
     check_player_id(player_id)
     check_preset(preset)
-    cols = [player_stats.c.preset, *[player_stats.c[n] for n in STAT_COUNTERS], player_stats.c.max_multiplier]
-    where = [player_stats.c.tenant == principal.tenant, player_stats.c.player_id == player_id]
+    from sqlalchemy import func
+
+    c = player_stats.c
+    cols = [c.preset, *[func.sum(c[n]) for n in STAT_COUNTERS], func.max(c.max_multiplier)]
+    where = [c.tenant == principal.tenant, c.player_id == player_id, c.day == TOTAL]  # the totals rows
     pwhere = [player_patterns.c.tenant == principal.tenant, player_patterns.c.player_id == player_id]
     if preset is not None:
-        where.append(player_stats.c.preset == preset)
+        where.append(c.preset == preset)
         pwhere.append(player_patterns.c.preset == preset)
     rows, prow = read_rows(
         container.pool,
-        select(*cols).where(*where).order_by(player_stats.c.preset.collate("C")),
+        select(*cols).where(*where).group_by(c.preset).order_by(c.preset.collate("C")),
         select(player_patterns.c.preset, player_patterns.c.pattern, player_patterns.c.wins).where(*pwhere),
     )
     if not rows:
@@ -149,9 +156,13 @@ def player_statistics(
 
 def _ledger(container: Container, tenant: str, kind: str, account: str, after: int, limit: int) -> Response:
     """One account's page of entries (``seq > after``) with its balance: the answer of both ledger
-    routes. ``kind`` is ``player`` or ``house``; the two never share an account, whatever the id."""
+    routes. ``kind`` is ``player`` or ``house``; the two never share an account, whatever the id.
+    Each entry carries the time of the event that caused it: its ``at`` (as the platform sent it,
+    null when it had none) and ``recorded_at`` (when kwx stored it), read from the event itself
+    (the store's key (tenant, table_id, version): one index probe per entry of the page)."""
     e = ledger_entries.c
     a = ledger_accounts.c
+    ev = stored_events.c
     mine = (a.tenant == tenant, a.account_kind == kind, a.account == account)
     found, rows = read_rows(
         container.pool,
@@ -169,19 +180,29 @@ def _ledger(container: Container, tenant: str, kind: str, account: str, after: i
             e.seat,
             e.detail,
             e.line,
+            ev.body["at"].astext,
+            ev.recorded_at,
+        )
+        .select_from(
+            ledger_entries.outerjoin(
+                stored_events, (ev.tenant == e.tenant) & (ev.table_id == e.table_id) & (ev.version == e.event)
+            )
         )
         .where(e.tenant == tenant, e.account_kind == kind, e.account == account, e.seq > after)
         .order_by(e.seq)
         .limit(limit + 1),
     )
-    if not found:
-        raise NotFound(f"no ledger for {account!r}" if kind == "player" else "no ledger for the house")
+    if not found and kind == "player":
+        raise NotFound(f"no ledger for {account!r}")
+    if not found:  # a tenant whose house never received a fee: an empty ledger, not an unknown one
+        found = [(0, 0)]
     more = len(rows) > limit
     rows = rows[:limit]
     entries = [
         {"seq": int(r[0]), "amount": int(r[1]), "balance": int(r[2]), "counterparty": r[3],
          "counterparty_kind": r[4], "table_id": r[5], "hand": r[6], "event": r[7], "reason": r[8],
-         "seat": r[9], "detail": r[10], "line": r[11]}
+         "seat": r[9], "detail": r[10], "line": r[11], "at": r[12],
+         "recorded_at": r[13].isoformat() if r[13] is not None else None}
         for r in rows
     ]  # fmt: skip
     return _json(
@@ -225,51 +246,127 @@ def house_ledger(
     limit: _Limit = 100,
 ) -> Response:
     """The house account of the key's tenant (it receives the service fees; `kind` is `house`), paged
-    and shaped like a player's ledger."""
+    and shaped like a player's ledger; a tenant whose house received nothing yet has an empty one
+    (balance 0, no entries)."""
     require_role(principal, *_ALL_ROLES)
     return _ledger(container, principal.tenant, "house", HOUSE, after, limit)
 
 
-@router.get("/leaderboard", operation_id="stats-leaderboard", summary="Players ranked by a counter")
+RATIOS: dict[str, tuple[str, str]] = {  # ratio -> (numerator, denominator), as in with_ratios
+    "win_rate": ("wins", "hands_played"),
+    "self_draw_share": ("wins_self_draw", "wins"),
+    "deal_in_rate": ("deal_ins", "hands_played"),
+    "liang_dao_rate": ("liang_dao_declared", "hands_played"),
+    "liang_dao_success": ("liang_dao_won", "liang_dao_declared"),
+    "lou_hu_per_hand": ("lou_hu_incurred", "hands_played"),
+    "average_multiplier": ("sum_multiplier", "wins"),
+    "average_payable": ("sum_payable", "wins"),
+    "net_coins_per_hand": ("net_coins", "hands_played"),
+}
+# every statistic a leaderboard row shows: the counters, max_multiplier and the ratios
+SORTABLE: tuple[str, ...] = (*STAT_COUNTERS, "max_multiplier", *RATIOS)
+ORDERS = ("desc", "asc")
+MAX_OFFSET = 1_000_000
+_ORDERS: dict[str, Any] = {"enum": list(ORDERS)}
+
+
+def _day(value: str | None, field: str) -> date | None:
+    """``?since=`` / ``?until=``: a UTC date ``YYYY-MM-DD`` (days are the read model's unit)."""
+    if value is None:
+        return None
+    try:
+        if len(value) != 10:
+            raise ValueError(value)
+        return date.fromisoformat(value)
+    except ValueError:
+        raise Malformed(
+            f"{field.split('.')[-1]} must be a UTC date YYYY-MM-DD (got {value[:40]!r})", field=field
+        ) from None
+
+
+@router.get("/leaderboard", operation_id="stats-leaderboard", summary="Players ranked by a statistic")
 def leaderboard(
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
     by: Annotated[
-        str, Query(description="the counter to rank by", json_schema_extra={"enum": list(SORTABLE)})
+        str, Query(description="the statistic to rank by", json_schema_extra={"enum": list(SORTABLE)})
     ] = "net_coins",
+    order: Annotated[
+        str, Query(description="desc (default): highest first; asc: lowest first", json_schema_extra=_ORDERS)
+    ] = "desc",
     preset: Annotated[
         str | None, Query(description="only this preset", json_schema_extra=PRESET_ENUM)
     ] = None,
+    since: Annotated[
+        str | None, Query(description="only hands on or after this UTC day (YYYY-MM-DD; the events' at)")
+    ] = None,
+    until: Annotated[
+        str | None, Query(description="only hands on or before this UTC day (YYYY-MM-DD; the events' at)")
+    ] = None,
+    min_hands: Annotated[
+        int, Query(ge=0, le=MAX_BIGINT, description="only players with at least this many hands played")
+    ] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="skip this many ranked players")] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> Response:
+    """Players of the key's tenant ranked by `by` (any counter, `max_multiplier` or ratio shown in a
+    row), `order` desc or asc; a player without a value for a ratio (no hands, no wins) comes last
+    either way; ties in player-id byte order. `since` / `until` (UTC days, both inclusive) sum the
+    hands of that period: a hand's day is the `at` of its events (docs/projections.md), and a
+    hand whose table's events carry no `at` is in no period. `next_offset`: the next page's
+    `offset`, null on the last page."""
     require_role(principal, *_ALL_ROLES)
     if by not in SORTABLE:
-        raise Malformed(f"by must be one of {', '.join(SORTABLE)}", field="query.by")
+        raise Malformed(f"by must be one of {', '.join(SORTABLE)} (got {by[:40]!r})", field="query.by")
+    if order not in ORDERS:
+        raise Malformed(f"order must be one of {', '.join(ORDERS)} (got {order[:40]!r})", field="query.order")
     check_preset(preset)
-    from sqlalchemy import func
+    first, last = _day(since, "query.since"), _day(until, "query.until")
+    if first is not None and last is not None and first > last:
+        raise Malformed(f"since {since} is after until {until}: an empty period", field="query.since")
+    from sqlalchemy import Numeric, cast, func, nulls_last
 
     s = player_stats.c
-    value = func.max(s[by]) if by == "max_multiplier" else func.sum(s[by])
+    sums = {n: func.sum(s[n]) for n in STAT_COUNTERS}
+    cols = {**sums, "max_multiplier": func.max(s.max_multiplier)}
+    for name, (num, den) in RATIOS.items():
+        cols[name] = cast(sums[num], Numeric) / func.nullif(sums[den], 0)
+    where = [s.tenant == principal.tenant]
+    if preset is not None:
+        where.append(s.preset == preset)
+    if first is None and last is None:
+        where.append(s.day == TOTAL)  # all time: the totals rows (every hand, with a time or not)
+    else:
+        where.append(s.day > TOTAL)  # a period: the day rows
+    if first is not None:
+        where.append(s.day >= first)
+    if last is not None:
+        where.append(s.day <= last)
+    value = cols[by]
     stmt = (
-        select(
-            s.player_id,
-            value.label("value"),
-            func.sum(s.hands_played),
-            func.sum(s.wins),
-            func.sum(s.net_coins),
-        )
-        .where(s.tenant == principal.tenant, *([s.preset == preset] if preset is not None else []))
+        select(s.player_id, *[cols[n] for n in (*STAT_COUNTERS, "max_multiplier")])
+        .where(*where)
         .group_by(s.player_id)
-        .order_by(desc("value"), s.player_id.collate("C"))  # ties: byte order on every server
-        .limit(limit)
-    )
+        .having(sums["hands_played"] >= min_hands)
+        .order_by(nulls_last(value.desc() if order == "desc" else value.asc()),
+                  s.player_id.collate("C"))  # ties: byte order on every server
+        .offset(offset)
+        .limit(limit + 1)
+    )  # fmt: skip
     (rows,) = read_rows(container.pool, stmt)
-    board = [
-        {"rank": i + 1, "player_id": r[0], by: int(r[1]), "hands_played": int(r[2]), "wins": int(r[3]),
-         "net_coins": int(r[4]), "win_rate": _ratio(int(r[3]), int(r[2]))}
-        for i, r in enumerate(rows)
-    ]  # fmt: skip
-    return _json({"by": by, "preset": preset, "players": board})
+    more = len(rows) > limit
+    board = []
+    for i, r in enumerate(rows[:limit]):
+        counters = {n: int(v) for n, v in zip(STAT_COUNTERS, r[1:-1], strict=True)}
+        item: dict[str, Any] = {"rank": offset + i + 1, "player_id": r[0]}
+        item.update(with_ratios(counters))
+        item["max_multiplier"] = int(r[-1])
+        item["win_rate"] = item["ratios"]["win_rate"]
+        item["value"] = item["ratios"][by] if by in RATIOS else item[by]
+        board.append(item)
+    return _json({"by": by, "order": order, "preset": preset, "since": since, "until": until,
+                  "min_hands": min_hands, "offset": offset, "limit": limit, "players": board,
+                  "next_offset": offset + limit if more else None})  # fmt: skip
 
 
 @router.get("/discrepancies", operation_id="stats-discrepancies", summary="Reported payouts that differ")

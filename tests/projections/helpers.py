@@ -117,7 +117,7 @@ def dump_read_models(url: str) -> dict[str, list[tuple[Any, ...]]]:
         "settlements": "SELECT * FROM proj_hand_settlements ORDER BY table_id, ordinal",
         "entries": f"SELECT {entry_cols} FROM proj_ledger_entries ORDER BY 1, 3, 2, 4",
         "accounts": "SELECT * FROM proj_ledger_accounts ORDER BY 1, 2, 3",
-        "stats": "SELECT * FROM proj_player_stats ORDER BY 1, 2, 3",
+        "stats": "SELECT * FROM proj_player_stats ORDER BY 1, 2, 3, 4",
         "patterns": "SELECT * FROM proj_player_patterns ORDER BY 1, 2, 3, 4",
         "discrepancies": "SELECT * FROM proj_discrepancies ORDER BY table_id, reported_event",
         "snapshots": "SELECT table_id, version, hand, md5(state) FROM proj_table_snapshots ORDER BY 1, 2",

@@ -130,7 +130,9 @@ def _dump(container: Any, tenant: str, table_ids: list[str]) -> dict[str, list[t
         "accounts": q(
             container, "SELECT * FROM proj_ledger_accounts WHERE tenant = %s ORDER BY 1, 2, 3", tenant
         ),
-        "stats": q(container, "SELECT * FROM proj_player_stats WHERE tenant = %s ORDER BY 1, 2, 3", tenant),
+        "stats": q(
+            container, "SELECT * FROM proj_player_stats WHERE tenant = %s ORDER BY 1, 2, 3, 4", tenant
+        ),
         "patterns": q(
             container, "SELECT * FROM proj_player_patterns WHERE tenant = %s ORDER BY 1, 2, 3, 4", tenant
         ),

@@ -135,7 +135,7 @@ def test_ledger_running_balance_continues_from_opening_balances() -> None:
 
 def test_player_stats_of_a_robbed_kong() -> None:
     merged = player_stats.merge(player_stats.rows(_robbed_kong_hand()))
-    alice, bob, carol = (merged[("acme", p, "default")] for p in ("alice", "bob", "carol"))
+    alice, bob, carol = (merged[("acme", p, "default", None)] for p in ("alice", "bob", "carol"))
     assert carol.counters["wins"] == 1 and carol.counters["wins_robbed_kong"] == 1
     assert "wins_discard" not in carol.counters and "deal_ins" not in bob.counters
     assert bob.counters["robbed_kongs"] == 1 and "kongs_added" not in bob.counters
@@ -148,7 +148,7 @@ def test_player_stats_of_a_robbed_kong() -> None:
 
 def test_player_stats_of_a_double_win_with_bao_hu() -> None:
     merged = player_stats.merge(player_stats.rows(_double_win_bao_hu()))
-    alice, bob, carol = (merged[("acme", p, "default")] for p in ("alice", "bob", "carol"))
+    alice, bob, carol = (merged[("acme", p, "default", None)] for p in ("alice", "bob", "carol"))
     assert alice.counters["deal_ins"] == 1 and alice.counters["deal_ins_double"] == 1
     assert alice.counters["bao_hu_paid"] == 1 and alice.counters["bao_hu_coins"] == 8
     assert bob.counters["wins_double"] == 1 and carol.counters["wins_double"] == 1
@@ -161,7 +161,7 @@ def test_player_stats_of_a_double_win_with_bao_hu() -> None:
 def test_stats_merge_sums_counters_and_keeps_the_max() -> None:
     deltas = player_stats.rows(_robbed_kong_hand()) + player_stats.rows(_double_win_bao_hu())
     deltas += player_stats.rows(LouHuIncurred(info=INFO, at=EventRef(version=9, position=9), seat=2, hand=1))
-    carol = player_stats.merge(deltas)[("acme", "carol", "default")]
+    carol = player_stats.merge(deltas)[("acme", "carol", "default", None)]
     assert carol.counters["wins"] == 2 and carol.counters["hands_played"] == 2
     assert carol.counters["lou_hu_incurred"] == 1
     assert carol.patterns == {"qiang_gang_hu": 1, "ka_wu_xing": 1}
@@ -204,3 +204,19 @@ def test_matching_report_gives_no_discrepancy() -> None:
     assert discrepancies.rows(fact) == []
     # the same money reported with the pair reversed and netted still matches
     assert discrepancies.compare([(0, 1, 5), (1, 0, 2)], [(0, 1, 3)]) == []
+
+
+def test_the_day_of_a_hand_is_the_utc_date_of_its_at() -> None:
+    import datetime
+
+    from projections.player_stats import day_of
+
+    assert day_of(None) is None
+    assert day_of("2026-11-30T23:30:00-02:00") == datetime.date(2026, 12, 1)
+    assert day_of("2026-12-01t00:30:00+08:00") == datetime.date(2026, 11, 30)
+    assert day_of("2026-12-31 23:59:60Z") == datetime.date(2026, 12, 31)  # a leap second
+    assert day_of("9999-12-31T23:00:00-05:00") == datetime.date(9999, 12, 31)  # UTC would be year 10000
+    assert day_of("0001-01-03T00:30:00+01:00") == datetime.date(1, 1, 2)  # UTC: 0001-01-02 23:30
+    assert day_of("0001-01-02T00:30:00+01:00") is None  # UTC: 0001-01-01, the totals rows' day
+    assert day_of("0001-01-01T12:00:00Z") is None  # the totals rows' day is no hand's day
+    assert day_of("0000-06-01T00:00:00Z") is None  # a time the admission lets through: no day, no crash

@@ -90,3 +90,91 @@ def test_the_public_view_hides_every_hand_and_support_sees_all() -> None:
                 assert s["concealed"] is None
         assert all(set(a) <= {"type", "seat"} for a in public["legal_actions"])
         assert [s["concealed"] for s in full["hand"]["seats"]] == full["hand"]["concealed_all"]
+
+
+_TABLE_LEVEL = {"hand_started", "hand_exhausted", "hand_aborted", "wall_revealed", "settlement_reported",
+                "table_closed", "ma_drawn"}  # fmt: skip
+
+
+def _norm(action: dict[str, Any]) -> dict[str, Any]:
+    """An action with its unset fields dropped, tuples as lists, and a drawn tile hidden."""
+    out = {k: list(v) if isinstance(v, tuple) else v for k, v in action.items() if v is not None}
+    if out.get("type") in ("tile_drawn", "ma_drawn"):
+        out.pop("tile", None)
+    return out
+
+
+def _the_seats_own(action: dict[str, Any], seat: int) -> bool:
+    if action["type"] == "hu":  # a win names its winners, not a seat: the seat's own win alone
+        return list(action["winners"]) == [seat]
+    return action.get("seat") == seat or (action.get("seat") is None and action["type"] in _TABLE_LEVEL)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_seat_view_lists_exactly_the_full_views_actions_that_seat_may_take(seed: int) -> None:
+    own_wins = checked = 0
+    for state in states(7100 + seed, 3):
+        full = [_norm(a) for a in full_view(state)["legal_actions"]]
+        for seat in (0, 1, 2):
+            seen = [_norm(a) for a in seat_view(state, seat)["legal_actions"]]
+            assert seen == [a for a in full if _the_seats_own(a, seat)], (state.version, seat)
+            own_wins += sum(a["type"] == "hu" for a in seen)
+            checked += 1
+    assert checked > 200 and own_wins > 0  # the simulated hands did offer wins to check
+
+
+def test_a_seat_sees_its_own_discard_win_in_a_double_win() -> None:
+    from domain.tiles import TILE_NAMES
+    from tests.paths import CONFORMANCE
+
+    lines = (CONFORMANCE / "streams" / "double-win.jsonl").read_text().splitlines()
+    state = engine.initial()
+    for line in lines[:3]:
+        state = engine.step(state, convert(msgspec.json.decode(line)))[0]
+    assert state.version == 3
+    for seat in (1, 2):
+        wins = [a for a in seat_view(state, seat)["legal_actions"] if a["type"] == "hu"]
+        assert [(list(a["winners"]), a["tile"], a["from"]) for a in wins] == [([seat], TILE_NAMES[4], 0)]
+    assert [a for a in seat_view(state, 0)["legal_actions"] if a["type"] == "hu"] == []
+    full_wins = [list(a["winners"]) for a in full_view(state)["legal_actions"] if a["type"] == "hu"]
+    assert sorted(full_wins) == [[1], [1, 2], [2]]
+
+
+_TILE_KEYS = {"tile", "tiles", "waits", "discard", "ma_tile", "drawn", "last_tile", "wall", "concealed",
+              "concealed_all"}  # fmt: skip
+
+
+def _ints_under_tile_keys(x: Any, path: str, out: set[str]) -> None:
+    if isinstance(x, dict):
+        for k, v in x.items():
+            here = f"{path}.{k}"
+            if k == "rules":  # the rule options (kong_points.concealed is points, not a hand)
+                continue
+            if k in _TILE_KEYS or (k == "hidden" and isinstance(v, (list, tuple))):
+                for item in v if isinstance(v, (list, tuple)) else [v]:
+                    if isinstance(item, int) and not isinstance(item, bool):
+                        out.add(here)
+            if k.endswith("_event") and v == 0:
+                out.add(f"{here} = 0")
+            _ints_under_tile_keys(v, here, out)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _ints_under_tile_keys(v, f"{path}[]", out)
+
+
+def test_every_tile_in_every_view_is_a_tile_name_and_absent_events_are_null() -> None:
+    from tests.projections.helpers import violating
+
+    bad: set[str] = set()
+    walked = kongs = 0
+    tables = [t for seed in range(8300, 8304) for t in (simulated(seed, 3), violating(seed, 3)[0])]
+    for events in tables:
+        state = engine.initial()
+        for e in events:
+            state = engine.step(state, convert(e))[0]
+            for view in (full_view(state), spectator_view(state), *(seat_view(state, s) for s in (0, 1, 2))):
+                _ints_under_tile_keys(view, "", bad)
+                walked += 1
+            kongs += bool(state.hand and state.hand.record.kongs)
+    assert walked > 500 and kongs > 0
+    assert bad == set()
