@@ -8,6 +8,8 @@ event first checked by ``check(state, event)``. Everything is pure (no I/O, cloc
   ``violations: "record"`` table, together with its ruling).
 - :func:`step` — check + evolve: ``(new state, ruling, accepted)``.
 - :func:`fold` — a whole stream; raises :class:`IllegalEvent` at the first rejected event.
+- :func:`replay` / :func:`replay_from` — the stored events as they were accepted: the one fold of
+  every read, the projector and the store (an event a later engine refuses is applied anyway).
 - :func:`encode_state` / :func:`decode_state` — msgspec JSON, byte-identical for equal states.
 - :func:`legal_actions` — the legal next events (domain/actions.py).
 """
@@ -15,7 +17,7 @@ event first checked by ``check(state, event)``. Everything is pure (no I/O, cloc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -33,6 +35,7 @@ __all__ = [
     "DomainError",
     "HandState",
     "IllegalEvent",
+    "Replayer",
     "Ruling",
     "TableState",
     "check",
@@ -45,6 +48,8 @@ __all__ = [
     "pin_rules",
     "public_view",
     "rejects",
+    "replay",
+    "replay_from",
     "step",
     "to_event",
 ]
@@ -122,6 +127,42 @@ def step(state: TableState, event: Event) -> tuple[TableState, Ruling | None, bo
     if ruling is not None and rejects(state, ruling):
         return state, ruling, False
     return evolve(state, event, ruling), ruling, True
+
+
+def replay(state: TableState, event: Event) -> TableState:
+    """A stored event applied as it was accepted: what ``step`` makes of it, and when this engine
+    refuses it now (the engine changed since the append), applied all the same with the ruling it
+    gives now, as a recorded violation is, so that the fold goes on and the version stays aligned.
+
+    The one "fold the stored events" step: every read (``/state``, a settlement, ``/audit``), the
+    projector and the store's refold go through it (services/engine_adapter.py ``Engine.replay``),
+    so they cannot answer differently after an engine change."""
+    new = _usual(state, event)
+    if new is not None:
+        return new
+    return evolve(state, event, check(state, event))
+
+
+def replay_from(state: TableState, events: Iterable[Event]) -> TableState:
+    """:func:`replay` over ``events`` from ``state`` (the initial state, or a snapshot's)."""
+    for ev in events:
+        state = replay(state, ev)
+    return state
+
+
+class Replayer(Protocol):
+    """What a fold of stored events needs from an engine: this module, or the service's
+    ``services.engine_adapter.Engine`` (projections take either; they cannot import services)."""
+
+    def initial(self) -> TableState: ...
+
+    def replay(self, state: TableState, event: Event) -> TableState: ...
+
+    def evolve(self, state: TableState, ev: Event, ruling: Ruling | None = None) -> TableState: ...
+
+    def encode_state(self, state: TableState) -> bytes: ...
+
+    def decode_state(self, data: bytes) -> TableState: ...
 
 
 def _override(event: TableOpened, override: dict[str, Any]) -> TableOpened:

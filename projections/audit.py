@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from domain.engine import Replayer, TableState
 from domain.events import Event, HandStarted, TableOpened, TileDrawn
 from domain.tiles import TILE_NAMES
 from projections.discrepancies import compare, nets
@@ -36,18 +37,17 @@ def _msg(lang: str, en: str, zh: str) -> str:
 
 
 def _records(
-    engine: Any, events: Sequence[Event]
-) -> tuple[Any, list[Any], dict[int, dict[str, Any]], dict[int, tuple[int, str]]]:
-    """Fold; the final state, every hand's record (in order) and per-hand wall information."""
+    engine: Replayer, events: Sequence[Event]
+) -> tuple[TableState, list[Any], dict[int, dict[str, Any]], dict[int, tuple[int, str]]]:
+    """Fold (each event as it was accepted: ``engine.replay``, the fold of every read); the final
+    state, every hand's record (in order) and per-hand wall information."""
     state = engine.initial()
     records: list[Any] = []
     walls: dict[int, dict[str, Any]] = {}
     draws: dict[int, tuple[int, str]] = {}  # event version -> (seat, tile) of draws
     for ev in events:
         before = state
-        state = engine.step(state, ev)[0]
-        if state.version == before.version:  # refused now (engine changed): keep going as stored
-            state = engine.evolve(before, ev)
+        state = engine.replay(state, ev)
         if isinstance(ev, HandStarted):
             if before.hand is not None:
                 records.append(before.hand.record)
@@ -189,7 +189,7 @@ def _wall_checks(
 
 
 def build(
-    engine: Any,
+    engine: Replayer,
     table_id: str,
     events: Sequence[Event],
     stored_rulings: Sequence[tuple[int, dict[str, Any] | None]],
@@ -210,12 +210,12 @@ def build(
     for version, ruling in stored_rulings:
         if ruling is None:
             continue
-        ev = events[version - 1] if 0 < version <= len(events) else None
+        ruled = events[version - 1] if 0 < version <= len(events) else None
         rulings.append(
             {
                 "event": version, "hand": hand_of.get(version, 0),
-                "type": type(ev).__struct_config__.tag if ev is not None else None,
-                "id": ev.id if ev is not None else None,
+                "type": type(ruled).__struct_config__.tag if ruled is not None else None,
+                "id": ruled.id if ruled is not None else None,
                 "rule": ruling.get("rule"), "kind": ruling.get("kind"),
                 "message": _msg(lang, ruling.get("message", ""), ruling.get("message_zh") or ruling.get("message", "")),  # noqa: E501
                 "detail": ruling.get("detail", {}),

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import msgspec
 
-from domain.engine import Ruling
+from domain.engine import Replayer, Ruling
 from domain.events import Event, HandStarted, MaDrawn, SettlementReported, TableClosed, TableOpened
 from domain.events import decode as decode_event
 from projections.model import (
@@ -52,7 +52,7 @@ class _Recheck:
 
 
 RECHECK: Final = _Recheck()
-"""``advance``'s default ``ruling``: recompute the event's ruling with the engine (``engine.step``)."""
+"""``advance``'s default ``ruling``: recompute the event's ruling with the engine (``engine.replay``)."""
 
 _ruling_fields = msgspec.json.Decoder(dict[str, Any])
 
@@ -66,7 +66,7 @@ def stored_ruling(text: str | bytes) -> Ruling:
     return msgspec.convert(fields, Ruling)
 
 
-def new_ctx(engine: Any, table_id: str, tenant: str) -> TableCtx:
+def new_ctx(engine: Replayer, table_id: str, tenant: str) -> TableCtx:
     return TableCtx(table_id=table_id, tenant=tenant, state=engine.initial())
 
 
@@ -116,7 +116,7 @@ def _record_for(state: Any, hand_no: int) -> Any:
 
 
 def advance(
-    engine: Any,
+    engine: Replayer,
     ctx: TableCtx,
     body: str | bytes | Event,
     at: EventRef,
@@ -127,7 +127,7 @@ def advance(
     ``ruling`` is the event's stored ruling (``events.ruling``: JSON text, None for a legal event):
     every stored event was accepted when it was appended, so the projector applies it with that
     ruling (``engine.evolve``, what the append did) instead of checking its legality again. By
-    default (:data:`RECHECK`) the engine recomputes the ruling (``engine.step``).
+    default (:data:`RECHECK`) the engine recomputes the ruling (``engine.replay``).
 
     Raises :class:`Unreadable` (after moving ``ctx.version`` on) when the stored event (or its
     ruling) cannot be decoded or applied — a row changed behind the service's back; ``kwx verify``
@@ -137,7 +137,7 @@ def advance(
 
 
 def advance_row(
-    engine: Any,
+    engine: Replayer,
     ctx: TableCtx,
     body: str | bytes | Event,
     ruling: str | bytes | _Recheck | None,
@@ -154,12 +154,9 @@ def advance_row(
         if ruling is None:
             after = engine.evolve(before, event)
         elif ruling is RECHECK:
-            after, _ruling, _accepted = engine.step(before, event)
-            # A stored event was accepted when it was appended (legal, or recorded as a violation).
-            # If an engine change refuses it now, keep folding with the reducer so the version stays
-            # aligned.
-            if after.version != before.version + 1:
-                after = engine.evolve(before, event)
+            # A stored event was accepted when it was appended (legal, or recorded as a violation):
+            # replay applies it even if an engine change refuses it now (the fold of every read).
+            after = engine.replay(before, event)
         else:
             assert not isinstance(ruling, _Recheck)
             after = engine.evolve(before, event, stored_ruling(ruling))
@@ -184,7 +181,7 @@ def advance_row(
 
 
 def _facts(
-    engine: Any,
+    engine: Replayer,
     ctx: TableCtx,
     info: TableInfo,
     at: EventRef,

@@ -48,6 +48,7 @@ import structlog
 from sqlalchemy import delete
 from sqlalchemy.dialects.postgresql import insert
 
+from domain.engine import Replayer
 from projections import parked, registry
 from projections.derive import TableCtx, Unreadable, advance_row, new_ctx
 from projections.log import LogPlace, read_page
@@ -63,12 +64,18 @@ CHANNEL = "kwx_events"
 
 
 class StoredEventLike(Protocol):
-    table_id: str
-    version: int
-    position: int
-    tx_id: int
-    body: str
-    ruling: str | None  # the ruling stored with the event (JSON text), None for a legal event
+    @property
+    def table_id(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def tx_id(self) -> int: ...
+    @property
+    def body(self) -> str: ...
+    @property
+    def ruling(self) -> str | None: ...  # the ruling stored with the event (JSON text), None: legal
 
 
 class EventSource(Protocol):
@@ -89,7 +96,7 @@ class Projector:
         self,
         pool: Any,
         source: EventSource,
-        engine: Any = None,
+        engine: Replayer | None = None,
         *,
         names: Iterable[str] = registry.NAMES,
         batch_size: int = 1000,

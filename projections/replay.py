@@ -9,12 +9,17 @@ one pooled connection while waiting for another, so reads cannot deadlock a smal
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
+from domain.engine import Replayer, TableState
+from domain.events import decode
 from projections.schema import snapshots
 from projections.sql import Connection, fetch
+
+if TYPE_CHECKING:
+    from projections.projector import EventSource
 
 
 def latest_snapshot(conn: Connection, tenant: str, table_id: str, at: int) -> tuple[int, bytes] | None:
@@ -29,11 +34,11 @@ def latest_snapshot(conn: Connection, tenant: str, table_id: str, at: int) -> tu
 
 
 def state_at(
-    snap: tuple[int, bytes] | None, source: Any, engine: Any, tenant: str, table_id: str, at: int
-) -> tuple[Any, int]:
+    snap: tuple[int, bytes] | None, source: EventSource, engine: Replayer, tenant: str, table_id: str, at: int
+) -> tuple[TableState, int]:
     """(state after event ``at`` of the tenant's table, the version the fold started from: 0 or a
     snapshot's), from ``snap`` (:func:`latest_snapshot` for ``at``, already read) and the events
-    ``source`` reads."""
+    ``source`` reads, each applied as it was accepted (``engine.replay``)."""
     state = engine.initial()
     start = 0
     if snap is not None:
@@ -48,12 +53,6 @@ def state_at(
         if not page:
             break
         for ev in page:
-            state = engine.step(state, _decode(ev.body))[0]
+            state = engine.replay(state, decode(ev.body))
             after = ev.version
     return state, start
-
-
-def _decode(body: str) -> Any:
-    from domain.events import decode
-
-    return decode(body)

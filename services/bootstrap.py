@@ -1,9 +1,14 @@
 """The composition root: settings → database (embedded or DATABASE_URL) → migrations → pool →
-engine → stores. Everything that connects happens here, when called, never at import time."""
+engine → stores, and the lifecycles: the projector and its runner (a thread, started and stopped by
+the app's lifespan: :meth:`Container.start_projector`, :meth:`Container.stop_projector`) and the
+rate limits (built on first use). Everything that connects happens here, when called, never at
+import time."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from psycopg_pool import ConnectionPool
 
@@ -11,6 +16,10 @@ from services.engine_adapter import Engine, load_engine
 from services.settings import Settings
 from services.store.events import EventStore
 from services.store.keys import KeyStore
+
+if TYPE_CHECKING:
+    from projections.projector import Projector, ProjectorRunner
+    from services.api.ratelimit import RateLimits
 
 
 @dataclass
@@ -21,9 +30,40 @@ class Container:
     engine: Engine
     store: EventStore
     keys: KeyStore
-    extras: dict[str, object] = field(default_factory=dict)  # room for projections and friends
+    # Whether the app's lifespan runs the projector as a thread of this process: KWX_PROJECTOR=
+    # thread (and `on` outside `kwx serve`); `kwx serve` with `on` runs it as a child process and
+    # turns this off, as do `off` and a `--workers N` worker.
+    projector_background: bool = True
+    projector: Projector | None = None  # built by start_projector (or by a caller that sets it)
+    projector_runner: ProjectorRunner | None = None  # while the thread runs
+
+    @cached_property
+    def rate_limits(self) -> RateLimits | None:
+        """The rate limits of ``settings``, built on first use (None: off)."""
+        from services.api.ratelimit import RateLimits
+
+        return RateLimits.from_settings(self.settings)
+
+    def start_projector(self) -> None:
+        """Start the projector's thread (the app's lifespan, at startup), unless
+        ``projector_background`` is off or it runs already."""
+        if not self.projector_background or self.projector_runner is not None:
+            return
+        from projections.projector import Projector, ProjectorRunner
+
+        if self.projector is None:
+            self.projector = Projector(self.pool, self.store, self.engine)
+        self.projector_runner = ProjectorRunner(self.projector, self.database_url)
+        self.projector_runner.start()
+
+    def stop_projector(self) -> None:
+        """Stop the projector's thread, if it runs (the app's lifespan, at shutdown)."""
+        runner, self.projector_runner = self.projector_runner, None
+        if runner is not None:
+            runner.stop()
 
     def close(self) -> None:
+        self.stop_projector()
         self.pool.close()
 
 
@@ -50,8 +90,8 @@ def bootstrap(settings: Settings | None = None, *, url: str | None = None, migra
     pool = make_pool(url, size=settings.pool_size, role=settings.db_role)
     engine = load_engine()
     store = EventStore(pool, engine, snapshot_every=settings.snapshot_every)
-    container = Container(settings, url, pool, engine, store, KeyStore(pool))
     # The app's lifespan runs the projector as a thread unless KWX_PROJECTOR=off; `kwx serve` with
     # KWX_PROJECTOR=on (the default) runs it as a child process instead and turns this off.
-    container.extras["projector_background"] = settings.projector != "off"
-    return container
+    return Container(
+        settings, url, pool, engine, store, KeyStore(pool), projector_background=settings.projector != "off"
+    )

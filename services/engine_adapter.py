@@ -7,6 +7,11 @@ new state as the table's snapshot (:meth:`Engine.step`, one event, when it refol
 ``Verdict`` is what the store needs from a step: the next state, whether the event may be stored,
 and the ruling as JSON (stored in ``events.ruling`` for recorded violations, answered in the 422 for
 refused ones); ``Stepped`` the same for a batch, up to its first refused event.
+
+Reading is :meth:`Engine.replay`: a stored event applied as it was accepted (``domain.engine.replay``,
+the one fold of every read, the projector and the store's refold). :meth:`Engine.fold_under` is the
+settlement's what-if under other rules. Nothing outside this module touches ``domain.engine``'s
+stepping directly: callers hold an :class:`Engine` (``Container.engine``).
 """
 
 from __future__ import annotations
@@ -42,6 +47,20 @@ class Engine(Protocol):
 
     def initial(self) -> Any: ...
 
+    def replay(self, state: Any, event: Event) -> Any:
+        """The state after a stored event, applied as it was accepted (a refusal now is applied
+        anyway, with its ruling): the one fold of the reads, the projector and the store."""
+        ...
+
+    def evolve(self, state: Any, ev: Event, ruling: Any = None) -> Any:
+        """Apply an event with the ruling stored with it (the projector's path: no check)."""
+        ...
+
+    def fold_under(self, events: Sequence[Event], rules_override: dict[str, Any]) -> Any:
+        """The table folded from the start under other rules, violations recorded (the what-if);
+        raises ``domain.engine.IllegalEvent`` at a structure break these rules see."""
+        ...
+
     def pin(self, event: Event) -> Event: ...
 
     def step(self, state: Any, event: Event) -> Verdict: ...
@@ -75,6 +94,15 @@ class DomainEngine:
 
     def initial(self) -> Any:
         return self._engine.initial()
+
+    def replay(self, state: Any, event: Event) -> Any:
+        return self._engine.replay(state, event)
+
+    def evolve(self, state: Any, ev: Event, ruling: Any = None) -> Any:
+        return self._engine.evolve(state, ev, ruling)
+
+    def fold_under(self, events: Sequence[Event], rules_override: dict[str, Any]) -> Any:
+        return self._engine.fold(events, rules_override=rules_override)
 
     def pin(self, event: Event) -> Event:
         """The event as it is stored: a ``table_opened`` with its rules pinned (every resolved

@@ -50,14 +50,19 @@ def create_app(
 ) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # The container's lifecycles (services/bootstrap.py): the projector's thread starts once the
+        # container is there (unless projector_background is off) and stops before the pool closes.
         owned = None
-        if getattr(app.state, "container", None) is None:
+        container: Container | None = getattr(app.state, "container", None)
+        if container is None:
             from services.bootstrap import bootstrap
 
-            owned = app.state.container = bootstrap(settings)
+            owned = container = app.state.container = bootstrap(settings)
+        container.start_projector()
         try:
             yield
         finally:
+            container.stop_projector()
             if owned is not None:
                 owned.close()
 
@@ -69,7 +74,7 @@ def create_app(
     app.state.container = container
     app.include_router(health.router)
     app.include_router(tables.router)
-    app.include_router(read.router)  # projections (issue 4): state, settlement, audit; starts the projector
+    app.include_router(read.router)  # projections (issue 4): state, settlement, audit
     app.include_router(stats.router)  # projections (issue 4): stats, ledger, leaderboard, discrepancies
     _install_error_handlers(app)
     app.add_middleware(ReadGate)  # reads take turns, fairly by tenant; a backlog is a quick 503

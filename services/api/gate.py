@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict, deque
+from typing import TYPE_CHECKING
 
 import msgspec
 import structlog
@@ -39,6 +40,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from services.api.answers import RETRY_AFTER
 from services.logs import get_logger
 from services.store.keys import parse_key_id
+
+if TYPE_CHECKING:
+    from services.bootstrap import Container
 
 log = get_logger("kwx.gate")
 
@@ -127,7 +131,7 @@ class ReadGate:
 
     def _turns_of(self, scope: Scope) -> Turns | None:
         if self._turns is None:
-            container = getattr(scope["app"].state, "container", None)
+            container: Container | None = getattr(scope["app"].state, "container", None)
             if container is None:
                 return None
             s = container.settings
@@ -171,7 +175,7 @@ def _tenant_of(scope: Scope) -> str:
     key = key.strip()
     if scheme.lower() != "bearer" or not key:
         return "-"
-    container = scope["app"].state.container
+    container: Container = scope["app"].state.container
     known, principal = container.keys.cached(key)
     if known and principal is not None:
         return f"tenant:{principal.tenant}"

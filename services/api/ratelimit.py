@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from services.errors import RateLimited
 from services.logs import get_logger
 from services.settings import Settings
 from services.store.keys import Principal
+
+if TYPE_CHECKING:
+    from services.bootstrap import Container
 
 log = get_logger("kwx.ratelimit")
 
@@ -92,10 +95,6 @@ def _period(item: Any) -> str:
     return name if multiple == 1 else f"{multiple} {name}s"
 
 
-def limits_of(container: Any) -> RateLimits | None:
+def limits_of(container: Container) -> RateLimits | None:
     """The container's rate limits, built on first use from its settings (None: off)."""
-    extras: dict[str, Any] = container.extras
-    if "rate_limits" not in extras:
-        extras["rate_limits"] = RateLimits.from_settings(container.settings)
-    limits: RateLimits | None = extras["rate_limits"]
-    return limits
+    return container.rate_limits

@@ -7,20 +7,20 @@ Roles: ``platform`` reads its own tenant's tables (the state as a seat or as the
 A table is (tenant, table_id): another tenant's table of the same id is exactly as absent as one
 that never existed (the same 404; issue 11 §4), and no answer carries the global log's ``position``.
 
-The projector (projections/projector.py) runs in the background for the life of the app: this
-router's lifespan starts it after the app's own lifespan has built the container, and stops it.
-``KWX_PROJECTOR=off`` leaves it out of this process (then run ``kwx projections follow``).
+Every fold here is the container's engine's ``replay`` (services/engine_adapter.py): the stored
+events as they were accepted, the same fold the projector and the store use, so ``/state``, a
+settlement and ``/audit`` agree even after an engine change. (The projector's lifecycle is the
+container's: services/bootstrap.py, started by the app's lifespan.)
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import msgspec
 import structlog
-from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -28,6 +28,7 @@ from services.api import schemas
 from services.api.deps import PRESET_ENUM, TableId, check_table_id, get_container, get_principal, require_role
 from services.bootstrap import Container
 from services.db import reading
+from services.engine_adapter import Engine
 from services.errors import BadRules, Malformed, NotFound
 from services.logs import get_logger
 from services.store.keys import Principal
@@ -37,45 +38,10 @@ log = get_logger("kwx.read")
 _encoder = msgspec.json.Encoder()
 
 
-def projector_of(container: Container) -> Any:
-    """The container's projector (built on first use)."""
-    projector = container.extras.get("projector")
-    if projector is None:
-        from projections.projector import Projector
-
-        engine = getattr(container.engine, "_engine", None)  # the domain engine module, if loaded
-        projector = container.extras["projector"] = Projector(container.pool, container.store, engine)
-    return projector
-
-
-@asynccontextmanager
-async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    container: Container | None = getattr(app.state, "container", None)
-    runner = None
-    # KWX_PROJECTOR=off (Settings.projector → extras): this process serves reads only; run
-    # `kwx projections follow` elsewhere.
-    if (
-        container is not None
-        and container.extras.get("projector_background", True)
-        and hasattr(container.engine, "_engine")
-    ):
-        from projections.projector import ProjectorRunner
-
-        runner = ProjectorRunner(projector_of(container), container.database_url)
-        runner.start()
-        container.extras["projector_runner"] = runner
-    try:
-        yield
-    finally:
-        if runner is not None:
-            runner.stop()
-
-
 router = APIRouter(
     prefix="/v1/tables",
     tags=["read"],
-    lifespan=lifespan,
-    responses=schemas.error_responses(401, 403, 404, 422, 429, 431, 503),  # type: ignore[arg-type]
+    responses=schemas.error_responses(401, 403, 404, 422, 429, 431, 503),
 )
 
 
@@ -94,13 +60,6 @@ def table_of(container: Container, principal: Principal, table_id: str, *roles: 
     if head is None or head.version == 0:
         raise NotFound(f"no table {table_id!r}")
     return head
-
-
-
-def _engine_module(container: Container) -> Any:
-    from domain import engine
-
-    return engine
 
 
 def _events(container: Container, tenant: str, table_id: str, upto: int) -> list[Any]:
@@ -156,7 +115,7 @@ def table_state(
         raise Malformed(f"at={version} is past the table's last event ({head.version})", field="query.at")
     from projections import replay, views
 
-    engine = _engine_module(container)
+    engine = container.engine
     # The snapshot on one pooled connection, given back before the events are read (each page on
     # its own): never two connections held at once (issue 11 §3)
     tenant = principal.tenant
@@ -303,7 +262,7 @@ def hand_settlement(
 ) -> Response:
     head = table_of(container, principal, table_id, "platform", "support")
     override = _rules_override(request, rules)
-    engine = _engine_module(container)
+    engine = container.engine
     stored = _events(container, principal.tenant, table_id, head.version)
     events = [e for _, e, _, _ in stored]
     by_version = {v: e for v, e, _, _ in stored}
@@ -314,9 +273,11 @@ def hand_settlement(
     body: dict[str, Any] = {"table_id": table_id, "hand": hand, "rules": msgspec.to_builtins(state.rules)}
     body["settlement"] = _derivation(actual, by_version, state.rulings)
     if override is not None:
+        from domain.engine import IllegalEvent
+
         try:
-            other = engine.fold(events, rules_override=override)
-        except engine.IllegalEvent as exc:  # a structure break only these rules see
+            other = engine.fold_under(events, override)
+        except IllegalEvent as exc:  # a structure break only these rules see
             raise Malformed(
                 f"under these rules the table breaks at event {exc.index + 1}: {exc}",
                 field="query." + ("rules" if "preset" in override else next(iter(override))),
@@ -334,12 +295,12 @@ def hand_settlement(
     return _json(body)
 
 
-def _fold(engine: Any, events: list[Any]) -> Any:
-    """The stored events as they were accepted (a later engine's refusal does not stop the fold)."""
+def _fold(engine: Engine, events: list[Any]) -> Any:
+    """The stored events as they were accepted (``Engine.replay``: a later engine's refusal does
+    not stop the fold)."""
     state = engine.initial()
     for ev in events:
-        new, _ruling, accepted = engine.step(state, ev)
-        state = new if accepted else engine.evolve(state, ev)
+        state = engine.replay(state, ev)
     return state
 
 
@@ -369,7 +330,7 @@ async def table_audit(
                  "first_broken": ({"version": problems[0].version, "reason": problems[0].reason}
                                   if problems else None)}  # fmt: skip
         return audit.build(
-            _engine_module(container),
+            container.engine,
             table_id,
             [e for _, e, _, _ in stored],
             [(v, r) for v, _, r, _ in stored],

@@ -53,16 +53,16 @@ def create_served_app() -> ASGIApp:
     # this worker's connections
     HeaderDeadline.configure(settings.header_timeout, settings.max_header_bytes, settings.max_headers)
     app = create_app(settings)
-    inner = app.router.lifespan_context  # create_app's lifespan merged with the routers' (read.py)
+    inner = app.router.lifespan_context  # create_app's lifespan
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[Mapping[str, Any]]:
         from services.bootstrap import bootstrap
 
         # Built here, so create_app's own lifespan (which would migrate) finds a container and
-        # leaves it alone, and read.py's finds projector_background False and starts no thread.
+        # leaves it alone and, with projector_background False, starts no projector thread.
         container = bootstrap(settings, migrate=False)
-        container.extras["projector_background"] = False
+        container.projector_background = False
         app.state.container = container
         try:
             async with inner(app) as state:

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if settings.projector == "on":  # the projector in a process of its own (services/projector_process.py)
         from services.projector_process import ProjectorProcess
 
-        container.extras["projector_background"] = False  # no projector thread in this process
+        container.projector_background = False  # no projector thread in this process
         child = ProjectorProcess(
             container.database_url, nice=settings.projector_nice, watchdog=settings.projector_watchdog
         )

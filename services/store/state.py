@@ -41,12 +41,13 @@ def stepped(
     start: int,
     version: int,
 ) -> Any:
-    """``state`` (the table after ``start``) stepped through its stored events up to ``version``."""
+    """``state`` (the table after ``start``) through its stored events up to ``version``, each
+    applied as it was accepted (``Engine.replay``, the fold every read uses too)."""
     if start < version:
-        step = engine.step
+        replay = engine.replay
         params = {"tenant": tenant, "t": table_id, "after": start, "upto": version}
         for (body,) in conn.execute(_READ_BODIES, params):
-            state = step(state, decode_event(body)).state
+            state = replay(state, decode_event(body))
     return state
 
 

@@ -174,7 +174,7 @@ def test_rebuild_equals_incremental_on_hundreds_of_tables(
 def test_models_at_different_checkpoints_each_apply_only_their_own_events(
     client: Any, container: Any, platform: dict[str, str], tenant: str, projector: Projector
 ) -> None:
-    runner = container.extras.get("projector_runner")
+    runner = container.projector_runner
     if runner is not None:
         runner.stop()  # this test plays the only projector
     tables = _tables(client, platform, 8, seed0=5200)
@@ -202,7 +202,7 @@ class Boom(RuntimeError):
 def test_a_failed_batch_applies_nothing_and_a_retry_counts_once(
     client: Any, container: Any, platform: dict[str, str], tenant: str, projector: Projector, monkeypatch: Any
 ) -> None:
-    runner = container.extras.get("projector_runner")
+    runner = container.projector_runner
     if runner is not None:
         runner.stop()  # this test plays the only projector
     projector.catch_up()
@@ -231,7 +231,7 @@ def test_a_failed_batch_applies_nothing_and_a_retry_counts_once(
 def test_new_events_reach_the_projections_in_the_background(
     client: Any, container: Any, platform: dict[str, str], tenant: str
 ) -> None:
-    runner = container.extras.get("projector_runner")
+    runner = container.projector_runner
     assert runner is not None, "the app's lifespan starts the projector"
     table_id = "bg-" + uuid.uuid4().hex[:12]
     events = simulated(4242, 1)

@@ -123,7 +123,15 @@ class _Container:
     def __init__(self, failure: Exception) -> None:
         self.settings = Settings(log_level="warning")
         self.store, self.keys = _Store(failure), _Keys()
-        self.extras = {"projector_background": False}
+        from services.api.ratelimit import RateLimits
+
+        self.rate_limits = RateLimits.from_settings(self.settings)  # as Container builds them
+
+    def start_projector(self) -> None:  # no projector: these tests watch the append
+        pass
+
+    def stop_projector(self) -> None:
+        pass
 
 
 @pytest.fixture()

@@ -216,7 +216,7 @@ def _container(url: str, pool_size: int = 2) -> Any:
 
     settings = Settings(database_url=url, pool_size=pool_size, log_level="warning", max_batch=500)
     built = bootstrap(settings, url=url, migrate=False)
-    built.extras["projector_background"] = False  # no projector thread: these tests watch the store
+    built.projector_background = False  # no projector thread: these tests watch the store
     return built
 
 

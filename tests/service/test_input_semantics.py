@@ -115,7 +115,7 @@ def before(private_db: tuple[Any, str]) -> Iterator[Any]:
 
     _store, url = private_db
     built = bootstrap(Settings(database_url=url, pool_size=2), url=url, migrate=False)
-    built.extras["projector_background"] = False
+    built.projector_background = False
     yield built
     built.close()
 

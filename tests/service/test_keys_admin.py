@@ -200,8 +200,13 @@ def fresh_app(container: Any) -> Iterator[Any]:
     from services.api.app import create_app
 
     def client() -> Any:
-        extras = {**container.extras, "projector_background": False}  # the session's app runs it
-        cold = dataclasses.replace(container, keys=KeyStore(container.pool), extras=extras)
+        cold = dataclasses.replace(  # the session's app runs the projector
+            container,
+            keys=KeyStore(container.pool),
+            projector_background=False,
+            projector=None,
+            projector_runner=None,
+        )
         return TestClient(create_app(container=cold))
 
     yield client
