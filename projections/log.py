@@ -31,27 +31,76 @@ LogPlace = tuple[int, int, int]
 """A place in the log: ``(epoch, tx_id, position)`` of an event; ``(0, 0, 0)`` is before the first."""
 
 
+# The one set of log-order SQL (issue 12): every statement that compares a place in the log, fences
+# it or sorts by it builds the text with these — the projector's page, the store's read_all, health
+# freshness, ``kwx projections status``'s behind count and the discrepancy feed's ``caught_up``.
+
+PLACE_PARAMS = ("%s", "%s", "%s")
+"""A place given as three positional psycopg parameters ``(epoch, tx_id, position)``; pass tx_id
+as text or int (it is cast to xid8 through text)."""
+
+CURRENT_EPOCH = "(SELECT max(l.epoch) FROM log_epochs l)"
+"""The current log epoch (the latest; ``kwx_log_epoch()`` opens it before kwx writes anything)."""
+
+NEXT_XID = "pg_snapshot_xmax(pg_current_snapshot())::text::int8"
+"""The cluster's next transaction id (the snapshot's xmax): no checkpoint of the current epoch can
+be at or past it (:func:`stale`)."""
+
+
+def after(alias: str, place: tuple[str, str, str] = PLACE_PARAMS) -> str:
+    """The log-order condition: events of ``alias`` strictly after ``place`` = (epoch, tx_id,
+    position), three SQL expressions (default: :data:`PLACE_PARAMS`); a row comparison, so the
+    ``events_log_order`` index (epoch, tx_id, position) serves it as one range."""
+    epoch, tx_id, position = place
+    return f"({alias}.epoch, {alias}.tx_id, {alias}.position) > ({epoch}, ({tx_id})::text::xid8, {position})"
+
+
+def log_order(alias: str) -> str:
+    """``ORDER BY`` the log's order. It names the table's columns: an output column named ``tx_id``
+    would win over the column (and sort by the converted value, e.g. xids as text: "1000" < "764")."""
+    return f"{alias}.epoch, {alias}.tx_id, {alias}.position"
+
+
+def checkpoint_of(model: str) -> tuple[str, str, str]:
+    """The place of read model ``model``'s checkpoint as three scalar subqueries, ``(0, 0, 0)``
+    (before the first event) for a model that never ran. As subqueries (InitPlans: values by the
+    time a scan starts), a condition ``after(alias, checkpoint_of(m))`` still plans as the index
+    range scan from the checkpoint on."""
+    if not model.isidentifier():  # a registry name, written into the text
+        raise ValueError(f"not a read model name: {model!r}")
+    one = "coalesce((SELECT c.{} FROM projection_checkpoints c WHERE c.name = '" + model + "'), 0)"
+    return one.format("epoch"), one.format("tx_id"), one.format("position")
+
+
 # The fence (tx_id below the oldest transaction still running) applies to the current epoch only:
 # an older epoch's transactions ran on a cluster that is gone (a dump's source, the cluster before
 # pg_upgrade), so all of them are final — and their xids mean nothing to this cluster's snapshot.
-# The current epoch is the latest one (``kwx_log_epoch()`` opens it before kwx writes anything).
 def fence(alias: str) -> str:
     """The gap-free predicate on the events table named ``alias`` in the query."""
-    return (
-        f"({alias}.epoch < (SELECT max(l.epoch) FROM log_epochs l) "
-        f"OR {alias}.tx_id < pg_snapshot_xmin(pg_current_snapshot()))"
-    )
+    return f"({alias}.epoch < {CURRENT_EPOCH} OR {alias}.tx_id < pg_snapshot_xmin(pg_current_snapshot()))"
 
 
-# ORDER BY names the table's columns: an output column named ``tx_id`` would win over the column
-# (and sort by the converted value, e.g. xids as text: "1000" < "764").
+def stale(cp: LogPlace, epoch: int, next_xid: int) -> bool:
+    """A checkpoint ahead of anything the log can produce: of an epoch after the current one, or
+    in the current epoch at a transaction id not yet assigned (``next_xid``: :data:`NEXT_XID`).
+    What a restored or copied checkpoint looks like when the epoch did not change."""
+    return cp[0] > epoch or (cp[0] == epoch and cp[1] >= next_xid)
+
+
+CHECKPOINTS = (
+    "SELECT name, epoch, tx_id, position, parked, (SELECT max(epoch) FROM log_epochs), "
+    f"{NEXT_XID} FROM projection_checkpoints"
+)
+"""Every checkpoint row ``(name, epoch, tx_id, position, parked, current epoch, next xid)``: with
+each checkpoint the current epoch and the next xid for :func:`stale`, in the same statement."""
+
+
 READ_PAGE = (
     "SELECT e.table_id, e.version, e.position, e.tx_id::text::int8 AS tx_int, e.body::text AS body_text, "
     "e.ruling::text AS ruling_text, e.tenant, e.epoch "
     "FROM events e "
-    "WHERE (e.epoch, e.tx_id, e.position) > (%s, %s::text::xid8, %s) "
-    f"AND {fence('e')} "
-    "ORDER BY e.epoch, e.tx_id, e.position LIMIT %s"
+    f"WHERE {after('e')} AND {fence('e')} "
+    f"ORDER BY {log_order('e')} LIMIT %s"
 )
 
 

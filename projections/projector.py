@@ -51,7 +51,7 @@ from sqlalchemy.dialects.postgresql import insert
 from domain.engine import Replayer
 from projections import parked, registry
 from projections.derive import TableCtx, Unreadable, advance_row, new_ctx
-from projections.log import LogPlace, read_page
+from projections.log import CHECKPOINTS, LogPlace, read_page, stale
 from projections.model import Fact
 from projections.parked import Park, parkable
 from projections.schema import OWNED, checkpoints
@@ -216,26 +216,14 @@ class Projector:
 
     def status(self) -> list[dict[str, Any]]:
         """Per model: its checkpoint, how many stored events are after it (the log's order), its
-        parked events (count, when the oldest was parked) and whether the checkpoint is stale."""
-        out = []
+        parked events (count, when the oldest was parked) and whether the checkpoint is stale — the
+        read side's :class:`projections.queries.freshness.Status`, after giving a model without a
+        checkpoint row its row at 0 (as a batch would)."""
+        from projections.queries.freshness import Status
+
         with self.pool.connection() as conn, conn.transaction():
-            cps = self._checkpoints(conn, self.names)
-            row = conn.execute(_EPOCH_NOW).fetchone()
-            epoch, next_xid = (int(row[0]), int(row[1])) if row else (0, 0)
-            summary = parked.summary(conn)
-            for name, (ep, tx, pos) in cps.items():
-                (behind,) = conn.execute(_BEHIND_COUNT, (ep, str(tx), pos)).fetchone() or (0,)
-                count, oldest = summary.get(name, (0, None))
-                is_stale = stale((ep, tx, pos), epoch, next_xid)
-                line = {"projection": name, "epoch": ep, "tx_id": tx, "position": pos, "behind": behind,
-                        "parked": count, "oldest_parked": oldest, "stale": is_stale}  # fmt: skip
-                if line["stale"]:
-                    line["message"] = (
-                        f"checkpoint ahead of the log (epoch {epoch}, next xid {next_xid}): restored or "
-                        "copied read models; run kwx projections rebuild"
-                    )
-                out.append(line)
-        return out
+            self._checkpoints(conn, self.names)
+            return Status(self.names)(conn)
 
     # ------------------------------------------------------------------ the loop
     def run_once(self, names: Sequence[str] | None = None) -> int:
@@ -480,19 +468,7 @@ def _skipped(table_id: str, version: int, exc: Unreadable) -> None:
     log.error("projector_event_unreadable", table_id=table_id, version=version, error=str(exc))
 
 
-def stale(cp: Checkpoint, epoch: int, next_xid: int) -> bool:
-    """A checkpoint ahead of anything the log can produce: of an epoch after the current one, or
-    in the current epoch at a transaction id not yet assigned (``next_xid``: the snapshot's xmax).
-    What a restored or copied checkpoint looks like when the epoch did not change."""
-    return cp[0] > epoch or (cp[0] == epoch and cp[1] >= next_xid)
-
-
-# With each checkpoint, the current epoch and the cluster's next xid (for the stale check): the
-# same statement, no extra round trip.
-_CHECKPOINTS = (
-    f"SELECT name, epoch, tx_id, position, parked, (SELECT max(epoch) FROM log_epochs), "
-    f"pg_snapshot_xmax(pg_current_snapshot())::text::int8 FROM {checkpoints.name}"
-)
+_CHECKPOINTS = CHECKPOINTS  # with the current epoch and next xid: no extra round trip
 _MOVE = (
     f"UPDATE {checkpoints.name} c SET epoch = %s, tx_id = %s, position = %s, events = c.events + u.n, "
     "parked = c.parked + u.p FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS u(name, n, p) "
@@ -515,8 +491,6 @@ _UNPARK = (
     "UPDATE projection_checkpoints c SET parked = c.parked + u.d "
     "FROM unnest(%s::text[], %s::bigint[]) AS u(name, d) WHERE c.name = u.name"
 )
-_EPOCH_NOW = "SELECT (SELECT max(epoch) FROM log_epochs), pg_snapshot_xmax(pg_current_snapshot())::text::int8"
-_BEHIND_COUNT = "SELECT count(*) FROM events WHERE (epoch, tx_id, position) > (%s, %s::text::xid8, %s)"
 _TABLE_EVENTS = (
     "SELECT version, position, tx_id::text::int8, body::text, ruling::text FROM events "
     "WHERE tenant = %s AND table_id = %s AND version > %s AND version <= %s ORDER BY version LIMIT %s"

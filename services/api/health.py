@@ -12,8 +12,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
 
-from projections import parked, registry
-from projections.projector import stale
+from projections import parked
+from projections.queries.freshness import Freshness
 from services.api import schemas
 from services.api.answers import RETRY_AFTER, error_answer
 from services.api.deps import Principal, get_container, get_principal, require_role
@@ -34,7 +34,7 @@ def health(container: Annotated[Container, Depends(get_container)]) -> JSONRespo
     body: dict[str, Any] = {"status": "ok", "database": "ok", "engine": container.engine.name}
     try:
         with container.pool.connection(timeout=2.0) as conn:
-            body["projections"] = _freshness(conn)
+            body["projections"] = Freshness()(conn)
     except Exception as exc:
         # The answer says which fault (as every 503 does), never the driver's own text: this route
         # needs no key, and that text names hosts, sockets and roles. The detail goes to the log.
@@ -43,33 +43,6 @@ def health(container: Annotated[Container, Depends(get_container)]) -> JSONRespo
         body.update(status="unavailable", database="unreachable", error="unavailable", message=message)
         return JSONResponse(body, status_code=503, headers={"Retry-After": RETRY_AFTER[1].decode()})
     return JSONResponse(body)
-
-
-def _freshness(conn: Any) -> dict[str, Any]:
-    """How far the read models are behind the log: the slowest model's checkpoint (a model that
-    has none yet starts at the beginning), then the first stored event after it, by the log's
-    order (``(epoch, tx_id, position)``, its index: one probe); the parked count; the stale
-    checkpoints. Two small statements; they also prove the database answers."""
-    rows = conn.execute(_CHECKPOINTS).fetchall()
-    done = {name: (int(ep), int(tx), int(position)) for name, ep, tx, position, *_ in rows}
-    epoch, next_xid = (int(rows[0][4]), int(rows[0][5])) if rows else (0, 0)
-    parked_count = sum(int(r[6]) for r in rows if r[0] in registry.BY_NAME)  # (kept per model)
-    ep, tx, position = min(done.get(name, (0, 0, 0)) for name in registry.NAMES)
-    row = conn.execute(_OLDEST_PENDING, (ep, str(tx), position)).fetchone()
-    lag = 0.0 if row is None else max(0.0, round(float(row[0]), 3))
-    stale_ones = sorted(n for n, cp in done.items() if n in registry.BY_NAME and stale(cp, epoch, next_xid))
-    return {"caught_up": row is None and not stale_ones, "lag_seconds": lag, "parked": parked_count,
-            "stale": stale_ones}  # fmt: skip
-
-
-_CHECKPOINTS = (
-    "SELECT name, epoch, tx_id::text, position, (SELECT max(epoch) FROM log_epochs), "
-    "pg_snapshot_xmax(pg_current_snapshot())::text::int8, parked FROM projection_checkpoints"
-)
-_OLDEST_PENDING = (
-    "SELECT extract(epoch FROM statement_timestamp() - recorded_at)::float8 FROM events "
-    "WHERE (epoch, tx_id, position) > (%s, %s::text::xid8, %s) ORDER BY epoch, tx_id, position LIMIT 1"
-)
 
 
 @router.get(

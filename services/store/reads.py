@@ -113,19 +113,19 @@ def read_table(pool: ConnectionPool, tenant: str, table_id: str, after: int, lim
 def read_all(pool: ConnectionPool, after: tuple[int, int, int], limit: int) -> list[StoredEvent]:
     """The global log, gap-free, strictly after ``after`` = (epoch, tx_id, position):
     ``EventStore.read_all``."""
-    from projections.log import fence
+    from projections import log
 
     epoch, tx, pos = after
     stmt = (
         stored_columns()
         .add_columns(sa.literal_column("events.epoch"))
         .where(
-            sa.text(
-                "(events.epoch, events.tx_id, events.position) > (:epoch, CAST(:tx AS xid8), :pos)"
-            ).bindparams(epoch=epoch, tx=str(tx), pos=pos),
-            sa.text(fence("events")),
+            sa.text(log.after("events", (":epoch", ":tx", ":pos"))).bindparams(
+                epoch=epoch, tx=str(tx), pos=pos
+            ),
+            sa.text(log.fence("events")),
         )
-        .order_by(sa.text("events.epoch, events.tx_id, events.position"))
+        .order_by(sa.text(log.log_order("events")))
         .limit(limit)
     )
     with pool.connection() as conn:

@@ -18,7 +18,7 @@ from domain import engine
 from domain.events import convert
 from domain.simulate import simulate_table
 from projections.projector import Projector
-from services.api.stats import RATIOS, SORTABLE
+from projections.queries.player_stats import RATIOS, SORTABLE
 from tests.projections.helpers import append
 
 pytestmark = pytest.mark.db

@@ -150,10 +150,10 @@ def test_a_poison_event_is_parked_and_every_other_event_reaches_every_read_model
     assert status["ledger"]["parked"] == len(parked_rows) and status["ledger"]["oldest_parked"]
     assert all(s["parked"] == 0 for n, s in status.items() if n != "ledger")
     assert all(s["behind"] == 0 and not s["stale"] for s in status.values())
-    from services.api.health import _freshness
+    from projections.queries.freshness import Freshness
 
     with psycopg.connect(url) as conn:
-        fresh = _freshness(conn)
+        fresh = Freshness()(conn)
     assert fresh["parked"] == len(parked_rows) and fresh["caught_up"] and fresh["stale"] == []
 
     # still broken: retry tries the first again (tries + 1), the rest stay behind it

@@ -129,7 +129,7 @@ def test_dump_restore_into_a_fresh_cluster_then_append_every_read_model_moves_on
 ) -> None:
     from domain import engine
     from projections.projector import Projector
-    from services.api.health import _freshness
+    from projections.queries.freshness import Freshness
 
     source, target, base = servers
     source.restart_with_xid_epoch(XID_EPOCH)
@@ -200,7 +200,7 @@ def test_dump_restore_into_a_fresh_cluster_then_append_every_read_model_moves_on
         status = projector.status()
         assert all(s["behind"] == 0 and not s["stale"] and s["epoch"] == 2 for s in status), status
         with psycopg.connect(dst_url) as conn:
-            fresh = _freshness(conn)
+            fresh = Freshness()(conn)
         assert fresh["caught_up"] and fresh["stale"] == [] and fresh["parked"] == 0
         incremental = dump_read_models(dst_url)
         (in_log,) = q(dst_url, "SELECT count(*) FROM events")[0]
@@ -227,7 +227,7 @@ def test_a_checkpoint_ahead_of_the_log_is_said_to_be_stale(
     from domain import engine
     from projections import projector as projector_module
     from projections.projector import Projector
-    from services.api.health import _freshness
+    from projections.queries.freshness import Freshness
 
     store, url = private_db
     projector = Projector(store.pool, store, engine)
@@ -246,7 +246,7 @@ def test_a_checkpoint_ahead_of_the_log_is_said_to_be_stale(
         assert status["ledger"]["stale"] and "rebuild" in status["ledger"]["message"]
         assert not any(s["stale"] for n, s in status.items() if n != "ledger")
         with psycopg.connect(url) as conn:
-            fresh = _freshness(conn)
+            fresh = Freshness()(conn)
         assert fresh["stale"] == ["ledger"] and fresh["caught_up"] is False
     projector.rebuild(["ledger"])
     assert not any(s["stale"] for s in projector.status())

@@ -211,15 +211,14 @@ def test_another_tenants_activity_changes_nothing_a_tenant_reads(
 def test_the_discrepancy_feed_pages_by_the_tenants_own_seq_and_says_when_it_is_behind(
     private_db: tuple[Any, str],
 ) -> None:
-    from services.api.stats import FEED_PENDING
+    from projections.queries.discrepancies import pending as feed_pending
 
     store, _url = private_db
     run = uuid.uuid4().hex[:8]
 
     def pending(tenant: str) -> bool:
         with store.pool.connection() as conn:
-            sql = FEED_PENDING.replace(":tenant", "%s")
-            return conn.execute(sql, (tenant,)).fetchone() is not None
+            return feed_pending(conn, tenant)
 
     for tenant, seeds in ((f"x-{run}", (1, 60, 90)), (f"y-{run}", (200,))):
         for seed in seeds:
