@@ -5,8 +5,8 @@ Three tables, every key starting (tenant, table_id) or (tenant, …) (docs/proje
 * ``proj_discovery_tables``: one row per table — players, preset, settled hands, the earliest and
   latest hand time (the events' ``at``), the flags of all its hands, and ``seq``: 1, 2, … per
   tenant in the order this model learned the table (its first fact, normally its first
-  ``hand_started``). Lists are newest first by ``seq``; a cursor is a ``seq`` of the same tenant,
-  so it says nothing of any other tenant nor of the global log.
+  ``hand_started``; a rebuild gives the same numbers). Lists are newest first by ``seq``; a
+  cursor is a ``seq`` of the same tenant, so it says nothing of any other tenant nor of the log.
 * ``proj_discovery_players``: (tenant, player, seq) → table, so a player's tables are an index
   range, newest first.
 * ``proj_discovery_hands``: one row per hand — first event (its ``hand_started``), last event
@@ -183,14 +183,18 @@ def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
         conn.execute(_HANDS_UPSERT, (_json_encode(hands).decode(),))
 
 
-# A new table's seq: the tenant's greatest plus its place among the batch's rows of that tenant
-# (the projector's batches run one at a time, under its lock: as the discrepancy feed's feed_seq).
+# A new table's seq: the tenant's greatest plus its place among the batch's new tables of that
+# tenant (the projector's batches run one at a time, under its lock: as the discrepancy feed's
+# feed_seq), so seq is 1, 2, … without gaps in the order of the tables' first facts in the log, and
+# a rebuild gives every table the seq it had.
 _TABLES_UPSERT = """
 INSERT INTO proj_discovery_tables AS t
   (tenant, table_id, seq, players, preset, hands, first_at, last_at, flags)
 SELECT r.tenant, r.table_id,
        coalesce((SELECT max(d.seq) FROM proj_discovery_tables d WHERE d.tenant = r.tenant), 0)
-         + row_number() OVER (PARTITION BY r.tenant ORDER BY r.n),
+         + sum(CASE WHEN EXISTS (SELECT 1 FROM proj_discovery_tables e
+                                 WHERE e.tenant = r.tenant AND e.table_id = r.table_id) THEN 0 ELSE 1 END)
+           OVER (PARTITION BY r.tenant ORDER BY r.n),
        r.players, r.preset, r.hands, r.first_at, r.last_at, r.flags
 FROM ROWS FROM (json_to_recordset(%s::json) AS (tenant text, table_id text, players jsonb, preset text,
      hands int4, first_at timestamptz, last_at timestamptz, flags int4))

@@ -206,7 +206,7 @@ discovery_tables = Table(
     metadata,
     Column("tenant", Text, primary_key=True),
     Column("table_id", String(64), primary_key=True),
-    # 1, 2, … per tenant in the order the model learned the tables (gaps allowed): newest first, the
+    # 1, 2, … per tenant in the order the model learned the tables (no gaps): newest first, the
     # lists' cursor (no global count, no log position)
     Column("seq", BigInteger, nullable=False),
     Column("players", JSONB, nullable=False),
