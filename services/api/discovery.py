@@ -205,8 +205,8 @@ def list_tables(
 ) -> Response:
     """The tenant's tables newest first (in the order kwx learned them), filtered."""
     require_role(principal, *_ROLES)
-    if player is not None:
-        check_player_id(player)
+    if player is not None and (not player or "\x00" in player):
+        raise Malformed("player: 1–64 characters, no NUL", field="query.player")
     return _page(container, principal.tenant, player, preset, since, until, has, cursor, limit)
 
 

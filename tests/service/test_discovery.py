@@ -227,6 +227,8 @@ def test_another_tenant_sees_nothing(
         ("preset=nope", "query.preset"),
         ("limit=0", "query.limit"),
         ("player=" + "x" * 65, "query.player"),
+        ("player=a%00b", "query.player"),
+        ("player=", "query.player"),
     ],
 )
 def test_hostile_parameters_are_422_naming_the_field(
