@@ -200,6 +200,49 @@ snapshots = Table(
     Column("state", LargeBinary, nullable=False),  # engine.encode_state
 )
 
+# Read model ``discovery`` (projections/discovery.py, migration 0009): find a table without its id.
+discovery_tables = Table(
+    "proj_discovery_tables",
+    metadata,
+    Column("tenant", Text, primary_key=True),
+    Column("table_id", String(64), primary_key=True),
+    # 1, 2, … per tenant in the order the model learned the tables (no gaps): newest first, the
+    # lists' cursor (no global count, no log position)
+    Column("seq", BigInteger, nullable=False),
+    Column("players", JSONB, nullable=False),
+    Column("preset", Text, nullable=False),
+    Column("hands", Integer, nullable=False),  # settled hands
+    Column("first_at", DateTime(timezone=True), nullable=True),  # earliest / latest hand time
+    Column("last_at", DateTime(timezone=True), nullable=True),
+    Column("flags", Integer, nullable=False),  # bits of projections.discovery.FLAGS, any hand's
+)
+
+discovery_players = Table(
+    "proj_discovery_players",
+    metadata,
+    Column("tenant", Text, primary_key=True),
+    Column("player_id", Text, primary_key=True),
+    Column("seq", BigInteger, primary_key=True),  # the table's seq
+    Column("table_id", String(64), nullable=False),
+)
+
+discovery_hands = Table(
+    "proj_discovery_hands",
+    metadata,
+    Column("tenant", Text, primary_key=True),
+    Column("table_id", String(64), primary_key=True),
+    Column("hand", Integer, primary_key=True),
+    Column("ordinal", Integer, nullable=True),  # null until settled
+    Column("start_event", Integer, nullable=True),
+    Column("end_event", Integer, nullable=True),
+    Column("dealer", Integer, nullable=True),
+    Column("end_kind", String(16), nullable=True),
+    Column("winners", JSONB, nullable=True),
+    Column("net", JSONB, nullable=True),
+    Column("flags", Integer, nullable=False),
+    Column("at", DateTime(timezone=True), nullable=True),
+)
+
 # projection name -> the tables it owns (emptied by a rebuild)
 OWNED: dict[str, tuple[Table, ...]] = {
     "hand_settlements": (hand_settlements,),
@@ -207,4 +250,5 @@ OWNED: dict[str, tuple[Table, ...]] = {
     "player_stats": (player_stats, player_patterns),
     "discrepancies": (discrepancies,),
     "snapshots": (snapshots,),
+    "discovery": (discovery_tables, discovery_players, discovery_hands),
 }

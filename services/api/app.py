@@ -27,7 +27,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from services.api import health, read, stats, tables
+from services.api import discovery, health, read, stats, tables
 from services.api.answers import error_answer, retry_after
 from services.api.gate import ReadGate
 from services.bootstrap import Container
@@ -74,6 +74,7 @@ def create_app(
     app.state.container = container
     app.include_router(health.router)
     app.include_router(tables.router)
+    app.include_router(discovery.router)  # issue 13: find tables, list hands (before read: /v1/tables)
     app.include_router(read.router)  # projections (issue 4): state, settlement, audit
     app.include_router(stats.router)  # projections (issue 4): stats, ledger, leaderboard, discrepancies
     _install_error_handlers(app)

@@ -1,0 +1,230 @@
+"""Read model ``discovery``: find a table without its id, and list its hands (issue 13).
+
+Three tables, every key starting (tenant, table_id) or (tenant, …) (docs/projections.md):
+
+* ``proj_discovery_tables``: one row per table — players, preset, settled hands, the earliest and
+  latest hand time (the events' ``at``), the flags of all its hands, and ``seq``: 1, 2, … per
+  tenant in the order this model learned the table (its first fact, normally its first
+  ``hand_started``; a rebuild gives the same numbers). Lists are newest first by ``seq``; a
+  cursor is a ``seq`` of the same tenant, so it says nothing of any other tenant nor of the log.
+* ``proj_discovery_players``: (tenant, player, seq) → table, so a player's tables are an index
+  range, newest first.
+* ``proj_discovery_hands``: one row per hand — first event (its ``hand_started``), last event
+  (the event that settled it), dealer, end, winners with patterns and multiplier, net, flags.
+
+Fed by the facts the projector already derives (projections/derive.py): ``SnapshotTaken`` (a hand
+starts), ``HandSettled``, ``LouHuIncurred``, ``SettlementCompared``. ``rows`` is pure; ``write``
+merges a batch per key (flags OR, counts add, times widen) and upserts, so the order of facts
+within a batch does not matter and a rebuild from position 0 equals the incremental build.
+
+Flags (a hand's, and a table's = any of its hands'): ``lou_hu`` (a seat passed a win, 漏胡),
+``kong_chain`` (a kong that is the 2nd or later of a 杠上杠 chain), ``liang_dao`` (亮倒 declared),
+``bao_hu`` (a win paid under 包胡), ``multi_win`` (两家/一炮多响: more than one winner),
+``discrepancy`` (a ``settlement_reported`` differs from the computed settlement),
+``violation`` (a ``hu`` stored under ``violations: "record"`` with a rule violation).
+
+A table appears with its first fact: a table opened with no hand started yet is not listed.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from projections.discrepancies import compare
+from projections.model import Fact, HandSettled, LouHuIncurred, SettlementCompared, SnapshotTaken
+from projections.sql import Connection
+
+NAME = "discovery"
+
+FLAGS: dict[str, int] = {
+    "lou_hu": 1,
+    "kong_chain": 2,
+    "liang_dao": 4,
+    "bao_hu": 8,
+    "multi_win": 16,
+    "discrepancy": 32,
+    "violation": 64,
+}
+
+
+def flag_names(bits: int) -> list[str]:
+    return [name for name, bit in FLAGS.items() if bits & bit]
+
+
+def instant(at: str | None) -> datetime | None:
+    """An RFC 3339 time as sent → an aware UTC datetime; None for none, or one outside Python's
+    years (admitted by the append, e.g. year 0000): such a hand has no time here."""
+    if at is None:
+        return None
+    text = at.upper().replace(" ", "T").replace("Z", "+00:00")
+    if text[17:19] == "60":  # a leap second: its second 59
+        text = text[:17] + "59" + text[19:]
+    try:
+        t = datetime.fromisoformat(text)
+        if t.tzinfo is None:
+            t = t.replace(tzinfo=UTC)
+        return t.astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _table(fact: Any, hands: int = 0, flags: int = 0, at: datetime | None = None) -> dict[str, Any]:
+    info = fact.info
+    return {"kind": "table", "tenant": info.tenant, "table_id": info.table_id, "players": list(info.players),
+            "preset": info.preset, "hands": hands, "flags": flags, "first_at": at, "last_at": at}  # fmt: skip
+
+
+def _hand(fact: Any, hand: int, flags: int = 0, **fields: Any) -> dict[str, Any]:
+    return {"kind": "hand", "tenant": fact.info.tenant, "table_id": fact.info.table_id, "hand": hand,
+            "flags": flags, **fields}  # fmt: skip
+
+
+def _settled(fact: HandSettled) -> list[dict[str, Any]]:
+    s, record, players = fact.settlement, fact.record, fact.info.players
+    flags = 0
+    violated: dict[tuple[int, int], str] = {}
+    if record is not None:
+        if any(k.chain > 1 for k in record.kongs):
+            flags |= FLAGS["kong_chain"]
+        if record.declarations:
+            flags |= FLAGS["liang_dao"]
+        violated = {(w.event, w.seat): w.violation for w in record.wins if w.violation is not None}
+    if violated:
+        flags |= FLAGS["violation"]
+    if any(w.bao_hu is not None for w in s.wins):
+        flags |= FLAGS["bao_hu"]
+    if len(s.wins) > 1:
+        flags |= FLAGS["multi_win"]
+    winners = [
+        {"seat": w.seat, "player": players[w.seat], "from": w.from_, "tile": w.tile,
+         "patterns": [{"id": p.id, "x": p.x} for p in w.patterns], "multiplier": w.multiplier,
+         "payable": w.payable, "event": w.event, "violation": violated.get((w.event, w.seat))}
+        for w in s.wins
+    ]  # fmt: skip
+    at = instant(fact.hand_at)
+    start = record.start_event if record is not None else None
+    hand = _hand(
+        fact, s.hand, flags, ordinal=fact.ordinal, end_event=fact.at.version, dealer=s.dealer,
+        end_kind=s.end, winners=winners, net=list(s.net), at=at,
+        **({"start_event": start} if start else {}),
+    )  # fmt: skip
+    return [_table(fact, 1, flags, at), hand]
+
+
+def rows(fact: Fact) -> list[dict[str, Any]]:
+    """The pure part: a fact → partial rows of a table and of a hand (merged by :func:`write`)."""
+    if isinstance(fact, SnapshotTaken):
+        return [_table(fact), _hand(fact, fact.hand, start_event=fact.at.version)]
+    if isinstance(fact, HandSettled):
+        return _settled(fact)
+    if isinstance(fact, LouHuIncurred):
+        bit = FLAGS["lou_hu"]
+        return [_table(fact, flags=bit), _hand(fact, fact.hand, bit)]
+    if isinstance(fact, SettlementCompared):
+        computed = [(t.from_, t.to, t.amount) for t in fact.computed.transfers] if fact.computed else []
+        lines = compare(computed, [(t.from_, t.to, t.amount) for t in fact.reported])
+        if not lines and fact.computed is not None:
+            return []
+        bit = FLAGS["discrepancy"]
+        return [_table(fact, flags=bit), _hand(fact, fact.hand, bit)]
+    return []
+
+
+_json_encode = msgspec.json.encode
+_HAND_FIELDS = ("ordinal", "start_event", "end_event", "dealer", "end_kind", "winners", "net", "at")
+
+
+def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def merge(batch: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Pure: the batch's table rows and hand rows, one per key, in the order first met."""
+    tables: dict[tuple[str, str], dict[str, Any]] = {}
+    hands: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for row in batch:
+        if row["kind"] == "table":
+            t = tables.get((row["tenant"], row["table_id"]))
+            if t is None:
+                tables[(row["tenant"], row["table_id"])] = dict(row)
+                continue
+            t["hands"] += row["hands"]
+            t["flags"] |= row["flags"]
+            t["first_at"] = _earliest(t["first_at"], row["first_at"])
+            t["last_at"] = _latest(t["last_at"], row["last_at"])
+        else:
+            key = (row["tenant"], row["table_id"], row["hand"])
+            h = hands.get(key)
+            if h is None:
+                h = hands[key] = {"tenant": key[0], "table_id": key[1], "hand": key[2], "flags": 0}
+                h.update({f: None for f in _HAND_FIELDS})
+            h["flags"] |= row["flags"]
+            for f in _HAND_FIELDS:
+                if row.get(f) is not None:
+                    h[f] = row[f]
+    return list(tables.values()), list(hands.values())
+
+
+def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
+    if not batch:
+        return
+    tables, hands = merge(batch)
+    if tables:
+        conn.execute(_TABLES_UPSERT, (_json_encode(tables).decode(),))
+        conn.execute(_PLAYERS_INSERT, (_json_encode(tables).decode(),))
+    if hands:
+        conn.execute(_HANDS_UPSERT, (_json_encode(hands).decode(),))
+
+
+# A new table's seq: the tenant's greatest plus its place among the batch's new tables of that
+# tenant (the projector's batches run one at a time, under its lock: as the discrepancy feed's
+# feed_seq), so seq is 1, 2, … without gaps in the order of the tables' first facts in the log, and
+# a rebuild gives every table the seq it had.
+_TABLES_UPSERT = """
+INSERT INTO proj_discovery_tables AS t
+  (tenant, table_id, seq, players, preset, hands, first_at, last_at, flags)
+SELECT r.tenant, r.table_id,
+       coalesce((SELECT max(d.seq) FROM proj_discovery_tables d WHERE d.tenant = r.tenant), 0)
+         + sum(CASE WHEN EXISTS (SELECT 1 FROM proj_discovery_tables e
+                                 WHERE e.tenant = r.tenant AND e.table_id = r.table_id) THEN 0 ELSE 1 END)
+           OVER (PARTITION BY r.tenant ORDER BY r.n),
+       r.players, r.preset, r.hands, r.first_at, r.last_at, r.flags
+FROM ROWS FROM (json_to_recordset(%s::json) AS (tenant text, table_id text, players jsonb, preset text,
+     hands int4, first_at timestamptz, last_at timestamptz, flags int4))
+     WITH ORDINALITY AS r(tenant, table_id, players, preset, hands, first_at, last_at, flags, n)
+ON CONFLICT (tenant, table_id) DO UPDATE SET
+  hands = t.hands + excluded.hands, flags = t.flags | excluded.flags,
+  first_at = least(t.first_at, excluded.first_at), last_at = greatest(t.last_at, excluded.last_at)
+"""
+
+_PLAYERS_INSERT = """
+INSERT INTO proj_discovery_players (tenant, player_id, seq, table_id)
+SELECT DISTINCT t.tenant, p.player, t.seq, t.table_id
+FROM json_to_recordset(%s::json) AS r(tenant text, table_id text)
+JOIN proj_discovery_tables t ON t.tenant = r.tenant AND t.table_id = r.table_id
+CROSS JOIN LATERAL jsonb_array_elements_text(t.players) AS p(player)
+ON CONFLICT DO NOTHING
+"""
+
+_HANDS_UPSERT = """
+INSERT INTO proj_discovery_hands AS h
+  (tenant, table_id, hand, ordinal, start_event, end_event, dealer, end_kind, winners, net, flags, at)
+SELECT r.tenant, r.table_id, r.hand, r.ordinal, r.start_event, r.end_event, r.dealer, r.end_kind,
+       r.winners, r.net, r.flags, r.at
+FROM json_to_recordset(%s::json) AS r(tenant text, table_id text, hand int4, ordinal int4,
+     start_event int4, end_event int4, dealer int4, end_kind text, winners jsonb, net jsonb,
+     flags int4, at timestamptz)
+ON CONFLICT (tenant, table_id, hand) DO UPDATE SET
+  ordinal = coalesce(excluded.ordinal, h.ordinal),
+  start_event = coalesce(excluded.start_event, h.start_event),
+  end_event = coalesce(excluded.end_event, h.end_event), dealer = coalesce(excluded.dealer, h.dealer),
+  end_kind = coalesce(excluded.end_kind, h.end_kind), winners = coalesce(excluded.winners, h.winners),
+  net = coalesce(excluded.net, h.net), flags = h.flags | excluded.flags, at = coalesce(excluded.at, h.at)
+"""
