@@ -66,18 +66,18 @@ def test_the_projector_runs_as_a_child_process_and_stops_with_the_server(
                 ).fetchone()
             return int(row[0]) if row else 0
 
-        assert wait_for(settled, 60, "the child projector did not project the table") >= 1
+        assert wait_for(settled, 300, "the child projector did not project the table") >= 1
     finally:
         serve.terminate()
         serve.wait(30)
-    wait_for(lambda: not alive(child), 15, "the projector outlived kwx serve")
+    wait_for(lambda: not alive(child), 60, "the projector outlived kwx serve")
 
     # killed outright, the server cannot stop its child: the child notices (PR_SET_PDEATHSIG)
     serve, base, child = _start(url, folder / "serve2.out")
     try:
         os.kill(serve.pid, signal.SIGKILL)
         serve.wait(30)
-        wait_for(lambda: not alive(child), 15, "the projector outlived a killed kwx serve")
+        wait_for(lambda: not alive(child), 60, "the projector outlived a killed kwx serve")
     finally:
         if alive(child):
             os.kill(child, signal.SIGKILL)
