@@ -74,3 +74,9 @@ def test_a_summary_needs_equal_nonempty_sides() -> None:
 def test_a_base_commit_missing_from_the_clone_is_skipped(capsys: pytest.CaptureFixture[str]) -> None:
     assert paired.main(["--base", "0" * 40, "--rounds", "1"]) == 0
     assert "not in this clone's history" in capsys.readouterr().out
+
+
+def test_equal_rates_are_within_noise_even_when_their_ratio_is_not_exactly_one() -> None:
+    s = Summary("x", before=(156 / 0.3,), after=(156 / (0.1 + 0.2),))
+    assert s.ratios != (1.0,)  # 0.3 and 0.1 + 0.2 differ in the last bit
+    assert s.verdict == "within noise"
