@@ -24,6 +24,8 @@ def test_ratios_are_after_over_before_per_pair_and_the_median_is_theirs() -> Non
     s = Summary("x", before=(100.0, 200.0, 50.0), after=(110.0, 180.0, 60.0))
     assert s.ratios == pytest.approx((1.1, 0.9, 1.2))
     assert s.ratio == pytest.approx(1.1)  # the median of the ratios, not after's median / before's
+    assert s.slower_pairs == 1
+    assert " 1/3 " in s.line()
     assert s.before_spread == pytest.approx((200 - 50) / 100)
 
 

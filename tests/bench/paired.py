@@ -107,11 +107,16 @@ class Summary:
             return "within noise"
         return "slower" if self.ratio < 1.0 else "faster"
 
+    @property
+    def slower_pairs(self) -> int:
+        """The pairs whose after side was slower (a sign that the median alone doesn't show)."""
+        return sum(1 for r in self.ratios if r < 1.0)
+
     def line(self) -> str:
         return (
             f"{statistics.median(self.before):9,.0f} {statistics.median(self.after):9,.0f}   "
             f"{self.ratio:5.3f} [{min(self.ratios):.3f}–{max(self.ratios):.3f}]   "
-            f"±{self.before_spread:.3f}   {self.verdict}"
+            f"{self.slower_pairs:>2}/{len(self.ratios):<2}  ±{self.before_spread:.3f}   {self.verdict}"
         )
 
 
@@ -267,9 +272,11 @@ def main(argv: Sequence[str]) -> int:
         print(f"machine after: {machine()}")
         print("events/s [wall]: by the clock; [cpu]: per CPU second of the process doing kwx's work (the "
               "driver in process, kwx serve over HTTP; PostgreSQL's not counted)")  # fmt: skip
-        print("median of each side; after/before: median of the per-pair ratios [min–max]; "
-              "± the before side's round-to-round spread (max - min) / median")  # fmt: skip
-        print(f"{'measurement':55} {'before':>9} {'after':>9}   ratio [range]           spread   verdict")
+        print("median of each side; after/before: median of the per-pair ratios [min–max]; slower: the "
+              "pairs where after was slower; ± the before side's round-to-round spread (max - min) / "
+              "median")  # fmt: skip
+        print(f"{'measurement':55} {'before':>9} {'after':>9}   ratio [range]          slower  spread   "
+              "verdict")  # fmt: skip
         for s in summaries:
             print(f"{LABELS[s.name]:55} {s.line()}")
         if not summaries:
