@@ -1,7 +1,8 @@
 """Two commits of kwx measured in paired, interleaved rounds in one run (issue 12: "`make bench`
 before and after: ingest and replay within noise of today (paired rounds)").
 
-``python -m tests.bench.paired [--base REF] [--after REF] [--rounds N] [--tables T] [--hands H]``
+``python -m tests.bench.paired [--base REF] [--after REF] [--rounds N] [--tables T] [--hands H]
+[--repeat R]``
 
 Both commits' trees are materialised in a temporary folder (``git archive REF | tar -x``) and run
 with this clone's ``.venv`` (each tree first on ``PYTHONPATH``; the driver checks that the tree's own
@@ -16,14 +17,16 @@ A pair is one round of each tree, each round a subprocess of its own (``paired_d
 measurement, its docstring). The pairs run one after the other, the order inside a pair
 alternating (before/after, then after/before, …), so a change of the machine's load hits both
 trees alike and a drift inside a pair cancels over the pairs. Per measurement: the median of each
-side, the median of the per-pair ratios after/before and their spread (min–max), the before
-side's own round-to-round spread ((max − min) / median), and a verdict: "within noise" when the
+side (each round's figure the best of its R runs, by the clock and per CPU second), the median of
+the per-pair ratios after/before and their spread (min–max), the pairs where after was slower, the
+before side's own round-to-round spread ((max − min) / median), and a verdict: "within noise" when the
 ratios' range holds 1.0 or |median ratio − 1| ≤ the before side's spread, else "slower" or
 "faster". Rates are events/s, so a ratio under 1 is slower. Never fails on speed.
 
 Defaults: base ``KWX_BENCH_BASE`` or 461a6ab (the commit issue 12 was filed against), after
-``HEAD``, 6 pairs (``KWX_BENCH_PAIRS``), 22 tables of 8 hands (≈ 9,000 events a measurement). A base
-commit missing from the clone (a shallow clone) is reported and skipped, not a failure.
+``HEAD``, 6 pairs (``KWX_BENCH_PAIRS``), 16 tables of 8 hands (6,684 events a measurement), the
+best of 3 runs (≈ 25–60 s a round on this machine while busy). A base commit missing from the
+clone (a shallow clone) is reported and skipped, not a failure.
 ``make bench`` runs it through ``bench_paired.py``. docs/benchmarks.md has a run's result.
 """
 
