@@ -284,6 +284,9 @@ def main(argv: Sequence[str]) -> int:
             print(f"{LABELS[s.name]:55} {s.line()}")
         if not summaries:
             print("no pair had both sides: nothing to compare")
+        elif len(summaries[0].ratios) < 5:
+            print(f"note: {len(summaries[0].ratios)} pair(s) only: too few for the spreads, and so the "
+                  "verdicts, to say much (use --rounds 5 or more)")  # fmt: skip
     finally:
         if server is not None:
             server.cleanup()
