@@ -106,7 +106,7 @@ def ready(container: Annotated[Container, Depends(get_container)]) -> JSONRespon
             found = _schema_revision(conn)
             freshness = Freshness()(conn)
     except Exception as exc:
-        _, error = error_answer(exc)  # logged there; the driver's text is not repeated to a keyless caller
+        error_answer(exc)  # logs the fault; the driver's text is not repeated to a keyless caller
         checks["database"] = "unreachable"
         reasons.append("the database does not answer")
     else:
@@ -118,7 +118,8 @@ def ready(container: Annotated[Container, Depends(get_container)]) -> JSONRespon
         checks["lag_seconds"] = lag = freshness["lag_seconds"]
         if freshness["stale"]:
             checks["projections"] = "stale"
-            reasons.append(f"stale read models ({', '.join(freshness['stale'])}): run kwx projections rebuild")
+            names = ", ".join(freshness["stale"])
+            reasons.append(f"stale read models ({names}): run kwx projections rebuild")
         elif lag > max_lag:
             checks["projections"] = "lagging"
             reasons.append(f"the read models lag {lag:.1f} s, more than KWX_READY_MAX_LAG={max_lag:g}")

@@ -133,7 +133,7 @@ class Live(BaseModel):
 class ReadyChecks(BaseModel):
     database: str = Field(description='"ok", or "unreachable"')
     migrations: str | None = Field(
-        None, description='"ok" (the schema is at the head this code expects), or "behind" / "ahead" / "unknown"'
+        None, description='"ok" (at the head this code expects), or "behind" / "ahead" / "unknown"'
     )
     schema_revision: str | None = Field(None, description="the database's revision (alembic_version)")
     expected_revision: str = Field(description="the revision at the head of this code's migrations")
