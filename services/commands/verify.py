@@ -16,13 +16,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--table", default=None, help="only tables with this id (in every tenant, unless --tenant)"
     )
     parser.add_argument("--tenant", default=None, help="only this tenant's tables")
+    parser.add_argument("--init", action="store_true",
+                        help="create the embedded database if there is none (else: an error)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
-    from services.bootstrap import bootstrap
+    from services.bootstrap import bootstrap, command_database
     from services.settings import Settings
 
-    container = bootstrap(Settings.from_env())
+    settings = Settings.from_env()
+    container = bootstrap(settings, url=command_database(settings, "verify", init=args.init))
     try:
         tables, events, broken = container.store.verify(args.table, tenant=args.tenant)
     finally:
