@@ -110,8 +110,8 @@ def _hand_of(container: Container, principal: Principal, table_id: str, hand: in
 
 
 @router.get(
-    "/{table_id}/hands/{hand}/export", operation_id="export-hand", summary="One hand as verifiable JSON lines",
-    response_class=Response, responses=_NDJSON,  # type: ignore[arg-type]
+    "/{table_id}/hands/{hand}/export", operation_id="export-hand",
+    summary="One hand as verifiable JSON lines", response_class=Response, responses=_NDJSON,  # type: ignore[arg-type]
 )  # fmt: skip
 def hand_export(
     table_id: TableId,
@@ -138,7 +138,9 @@ class ReportEvent(BaseModel):
     version: int
     type: str
     id: str
-    event: dict[str, Any] = Field(description="the event as stored (its canonical JSON: what the chain hashes)")
+    event: dict[str, Any] = Field(
+        description="the event as stored (its canonical JSON: what the chain hashes)"
+    )
     previous: str = Field(description="the chain hash before it (hex)")
     hash: str = Field(description="its chain hash (hex): SHA-256(previous ‖ canonical event bytes)")
     ruling: dict[str, Any] | None = Field(description="the engine's ruling stored with it, if any")
@@ -157,12 +159,13 @@ class HandReport(BaseModel):
     chain: dict[str, Any] = Field(description="formula, first/last version, previous, last hash, verified")
     events: list[ReportEvent]
     settlement: dict[str, Any] | None = Field(
-        description="as `…/settlement`: wins with each multiplier's derivation, every transfer; null: not settled"
+        description="as `…/settlement`: wins with each multiplier's derivation, every transfer; "
+        "null: not settled"
     )
     reported: list[dict[str, Any]] = Field(
         description="each settlement_reported of the hand against the computed settlement: status "
-        "(match, differs, not_settled), the lines that differ, net per party (seats \"0\" \"1\" \"2\", "
-        "\"house\") each way, difference = reported − computed per party; empty: none reported"
+        '(match, differs, not_settled), the lines that differ, net per party (seats "0" "1" "2", '
+        '"house") each way, difference = reported − computed per party; empty: none reported'
     )
     rulings: list[dict[str, Any]]
     lou_hu: list[dict[str, Any]]
@@ -180,7 +183,9 @@ def hand_report(
     hand: _Hand,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
-    lang: Annotated[Literal["zh", "en"] | None, Query(description="zh or en (default: Accept-Language)")] = None,
+    lang: Annotated[
+        Literal["zh", "en"] | None, Query(description="zh or en (default: Accept-Language)")
+    ] = None,
     accept_language: Annotated[str | None, Header()] = None,
 ) -> Response:
     """Support keys only. Everything an agent sends a player about one hand, with each event's chain
@@ -232,10 +237,10 @@ def hand_report(
         "rules": whole["rules"],
         "head": {"version": head.version, "hash": head.last_hash.hex()},
         "chain": {
-            "formula": "h_0 = SHA-256('kwx-chain-v1:' + table_id); h_n = SHA-256(h_(n-1) + canonical event n)",
+            "formula": _FORMULA,
             "first_version": first, "last_version": last, "previous": start.hex(),
             "last_hash": previous.hex(), "verified": verified,
-            "how_to_check": "GET …/hands/{n}/export, then kwx verify --file EXPORT --head HEAD (docs/verify.md)",
+            "how_to_check": _HOW,
         },
         "events": rows,
         "settlement": settlement,
@@ -250,6 +255,10 @@ def hand_report(
         media_type="application/json",
         headers={"Content-Language": language, "Vary": "Accept-Language"},
     )
+
+
+_FORMULA = "h_0 = SHA-256('kwx-chain-v1:' + table_id); h_n = SHA-256(h_(n-1) + canonical event n)"
+_HOW = "GET …/hands/{n}/export, then kwx verify --file EXPORT --head HEAD (docs/verify.md)"
 
 
 def _hashed(container: Container, tenant: str, table_id: str, first: int, last: int) -> list[Any]:
@@ -310,15 +319,15 @@ def _line(ev: Any, players: list[str], ruling: dict[str, Any] | None, lang: str)
     text = (zh if lang == "zh" else en).get(tag, tag)
     if ruling:
         message = ruling.get("message_zh") if lang == "zh" else None
-        text += ("（违规：" if lang == "zh" else " (ruling: ") + str(message or ruling.get("message", "")) + (
-            "）" if lang == "zh" else ")"
+        text += (
+            ("（违规：" if lang == "zh" else " (ruling: ")
+            + str(message or ruling.get("message", ""))
+            + ("）" if lang == "zh" else ")")
         )
     return text
 
 
-def _summary(
-    hand: int, first: int, last: int, settlement: Any, reported: Any, net: Any, lang: str
-) -> str:
+def _summary(hand: int, first: int, last: int, settlement: Any, reported: Any, net: Any, lang: str) -> str:
     if lang == "zh":
         text = f"第{hand}局，第{first}至第{last}事件。"
         text += f"结算：各座位净得 {list(net)}。" if net is not None else "本局未结算。"

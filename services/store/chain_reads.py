@@ -50,7 +50,9 @@ def opened(pool: ConnectionPool, tenant: str, table_id: str) -> dict[str, Any] |
     return msgspec.json.decode(rows[0][0]) if rows else None
 
 
-def hand_range(pool: ConnectionPool, tenant: str, table_id: str, hand: int, upto: int) -> tuple[int, int] | None:
+def hand_range(
+    pool: ConnectionPool, tenant: str, table_id: str, hand: int, upto: int
+) -> tuple[int, int] | None:
     """(first, last) version of hand ``hand``: from its ``hand_started`` to the event before the
     next hand's ``hand_started`` (or the table's last event, ``upto``), so the hand's own trailing
     events (``ma_drawn``, ``wall_revealed``, ``settlement_reported``, …) are in it; None when the
@@ -58,8 +60,12 @@ def hand_range(pool: ConnectionPool, tenant: str, table_id: str, hand: int, upto
     started = sa.cast(ev.c.body["hand"].astext, sa.BigInteger)
     stmt = (
         sa.select(started, sa.func.min(ev.c.version))
-        .where(*table_is(ev, tenant, table_id), ev.c.type == "hand_started", ev.c.version <= upto,
-               started.in_([hand, hand + 1]))  # fmt: skip
+        .where(
+            *table_is(ev, tenant, table_id),
+            ev.c.type == "hand_started",
+            ev.c.version <= upto,
+            started.in_([hand, hand + 1]),
+        )
         .group_by(started)
     )
     found = dict(read_rows(pool, stmt)[0])

@@ -109,7 +109,8 @@ def head_line(
 def event_line(version: int, previous: bytes, hash_: bytes, canonical: bytes) -> bytes:
     """One event line (with its newline): ``canonical`` is written as it is."""
     return (
-        b'{"version":%d,"previous":"%s","hash":"%s","event":' % (version, previous.hex().encode(), hash_.hex().encode())
+        b'{"version":%d,"previous":"%s","hash":"%s","event":'
+        % (version, previous.hex().encode(), hash_.hex().encode())
         + canonical
         + b"}\n"
     )
@@ -157,7 +158,9 @@ def verify(lines: Iterable[bytes], head: str | None = None) -> Checked:
     except msgspec.DecodeError as exc:
         return bad(1, f"not a kwx export head line: {exc}")
     if h.kind != "head" or h.format != FORMAT:
-        return bad(1, f"not a kwx export head line (kind {h.kind!r}, format {h.format!r}; expected head, {FORMAT})")
+        return bad(
+            1, f"not a kwx export head line (kind {h.kind!r}, format {h.format!r}; expected head, {FORMAT})"
+        )
     if h.chain != CHAIN:
         return bad(1, f"unknown hash formula {h.chain!r} (this verifier knows {CHAIN})")
     state.update(scope=h.scope, table_id=h.table_id, head=h.head_hash)
@@ -170,7 +173,9 @@ def verify(lines: Iterable[bytes], head: str | None = None) -> Checked:
         if h.first_version != 1:
             return bad(1, f"a table export starts at version 1, this head says {h.first_version}")
         if h.last_version != h.version or h.last_hash != h.head_hash:
-            return bad(1, "a table export ends at the head: last_version / last_hash differ from version / head_hash")
+            return bad(
+                1, "a table export ends at the head: last_version / last_hash differ from version / head_hash"
+            )
     if h.first_version == 1 and h.previous != genesis.hex():
         return bad(1, f"previous {h.previous} is not the genesis of table {h.table_id!r} ({genesis.hex()})")
     if head is not None and head.strip().lower() != h.head_hash.lower():
@@ -218,12 +223,18 @@ def verify(lines: Iterable[bytes], head: str | None = None) -> Checked:
         state["last"] = computed.hex()
         expected += 1
     if expected != h.last_version + 1:
-        gap = f"version {expected}" if expected == h.last_version else f"versions {expected}..{h.last_version}"
-        return bad(None, f"missing event: the file ends before {gap} (head line: last_version {h.last_version})")
+        gap = (
+            f"version {expected}" if expected == h.last_version else f"versions {expected}..{h.last_version}"
+        )
+        return bad(
+            None, f"missing event: the file ends before {gap} (head line: last_version {h.last_version})"
+        )
     state["last"] = previous.hex()
     if previous.hex() != h.last_hash:
         what = "head hash" if h.scope == "table" else "last_hash"
-        return bad(None, f"wrong head: the chain ends at {previous.hex()}, the head line's {what} is {h.last_hash}")
+        return bad(
+            None, f"wrong head: the chain ends at {previous.hex()}, the head line's {what} is {h.last_hash}"
+        )
     return Checked(True, h.scope, h.table_id, state["events"], previous.hex(), h.head_hash)
 
 

@@ -135,7 +135,9 @@ def test_hand_export_checks_from_the_hands_first_event(
     r = client.get(f"/v1/tables/{table_id}/hands/2/export", headers=support)
     raw = r.content.splitlines()
     line = json.loads(raw[3])
-    tampered = raw[3].replace(b'"id":"' + line["event"]["id"].encode(), b'"id":"X' + line["event"]["id"].encode())
+    tampered = raw[3].replace(
+        b'"id":"' + line["event"]["id"].encode(), b'"id":"X' + line["event"]["id"].encode()
+    )
     assert tampered != raw[3]
     code, _out, err = _verify(tmp_path, b"\n".join([*raw[:3], tampered, *raw[4:]]) + b"\n", capsys=capsys)
     assert code == 1
@@ -223,9 +225,13 @@ def test_hand_report_has_hashes_derivation_and_the_reported_difference(
     assert report["chain"]["verified"] is True
     assert report["chain"]["previous"] == export[0]["previous"]
     assert report["settlement"]["net"] == list(settled.net)
-    assert report["settlement"]["transfers"] and all("event_id" in t for t in report["settlement"]["transfers"])
+    assert report["settlement"]["transfers"] and all(
+        "event_id" in t for t in report["settlement"]["transfers"]
+    )
     for win in report["settlement"]["wins"]:
-        assert win["derivation"]["multiplier"].endswith(str(win["multiplier"])) or win["derivation"]["violation"]
+        assert (
+            win["derivation"]["multiplier"].endswith(str(win["multiplier"])) or win["derivation"]["violation"]
+        )
     [checked] = report["reported"]
     assert checked["status"] == "differs"
     difference = checked["difference"]

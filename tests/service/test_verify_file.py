@@ -57,7 +57,9 @@ def lines() -> list[bytes]:
     return _export()
 
 
-def test_an_untouched_export_verifies_with_and_without_head(lines: list[bytes], tmp_path: Path, capsys: Any) -> None:
+def test_an_untouched_export_verifies_with_and_without_head(
+    lines: list[bytes], tmp_path: Path, capsys: Any
+) -> None:
     head = json.loads(lines[0])["head_hash"]
     checked = _check(lines, head)
     assert checked.ok and checked.events == len(lines) - 1 and checked.last_hash == head
@@ -66,7 +68,8 @@ def test_an_untouched_export_verifies_with_and_without_head(lines: list[bytes], 
     assert main(["verify", "--file", str(path), "--head", head.upper()]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out == {"ok": True, "file": str(path), "scope": "table", "table_id": TABLE,
-                   "events": len(lines) - 1, "last_hash": head, "head_hash": head, "head_checked": True}  # fmt: skip
+                   "events": len(lines) - 1, "last_hash": head, "head_hash": head,
+                   "head_checked": True}  # fmt: skip
     assert main(["verify", "--file", str(path)]) == 0
 
 
@@ -95,7 +98,9 @@ def test_a_changed_tile_is_a_tampered_event_on_its_line(lines: list[bytes]) -> N
     tampered = lines[n].replace(f'"tile":"{tile}"'.encode(), f'"tile":"{other}"'.encode())
     checked = _check([*lines[:n], tampered, *lines[n + 1 :]])
     assert not checked.ok
-    assert checked.message().startswith(f"line {n + 1} (version {version}): tampered event: its bytes hash to ")
+    assert checked.message().startswith(
+        f"line {n + 1} (version {version}): tampered event: its bytes hash to "
+    )
 
 
 def test_an_edit_that_rewrites_the_hash_too_breaks_the_next_line(lines: list[bytes]) -> None:
@@ -132,7 +137,9 @@ def test_a_dropped_line_is_a_missing_event(lines: list[bytes]) -> None:
 
 def test_reordered_and_repeated_lines(lines: list[bytes]) -> None:
     checked = _check([*lines[:6], lines[7], lines[6], *lines[8:]])
-    assert checked.message() == "line 7 (version 7): reordered: version 6 expected here, it comes later (line 8)"
+    assert (
+        checked.message() == "line 7 (version 7): reordered: version 6 expected here, it comes later (line 8)"
+    )
     checked = _check([*lines[:7], lines[6], *lines[7:]])
     assert checked.message() == "line 8 (version 6): reordered or repeated: version 6 after version 6"
     # renumbered to look consecutive: the chain still says no
@@ -147,12 +154,16 @@ def test_reordered_and_repeated_lines(lines: list[bytes]) -> None:
 def test_a_wrong_head(lines: list[bytes]) -> None:
     head = json.loads(lines[0])
     checked = _check(lines, "ab" * 32)
-    assert checked.message() == f"line 1: wrong head: --head {'ab' * 32} but the export's head hash is {head['head_hash']}"
+    assert (
+        checked.message()
+        == f"line 1: wrong head: --head {'ab' * 32} but the export's head hash is {head['head_hash']}"
+    )
     # a head line that claims another head: the chain does not end there
     forged = lines[0].replace(head["head_hash"].encode(), b"cd" * 32)
     checked = _check([forged, *lines[1:]], "cd" * 32)
     assert checked.message() == (
-        f"end of file: wrong head: the chain ends at {head['head_hash']}, the head line's head hash is {'cd' * 32}"
+        f"end of file: wrong head: the chain ends at {head['head_hash']}, "
+        f"the head line's head hash is {'cd' * 32}"
     )
     # dropping the last event and restating the head to match: --head (given elsewhere) catches it
     shorter = json.loads(lines[-2])
@@ -185,7 +196,11 @@ def test_a_hand_export_checks_from_its_first_event() -> None:
     assert head["first_version"] > 1 and json.loads(hand[1])["event"]["type"] == "hand_started"
     assert hand[1:] == table[head["first_version"] : head["last_version"] + 1]
     checked = _check(hand, head["head_hash"])
-    assert checked.ok and checked.scope == "hand" and checked.events == head["last_version"] - head["first_version"] + 1
+    assert (
+        checked.ok
+        and checked.scope == "hand"
+        and checked.events == head["last_version"] - head["first_version"] + 1
+    )
     # a previous that is not the hash before the hand's first event
     forged = hand[0].replace(head["previous"].encode(), b"00" * 32)
     checked = _check([forged, *hand[1:]])
@@ -206,8 +221,8 @@ def test_cli_messages_and_exit_codes(lines: list[bytes], tmp_path: Path, capsys:
     assert main(["verify", "--file", str(path)]) == 1
     out = capsys.readouterr()
     assert f"kwx verify: {path}: line 7 (version 7): missing event: version 6 expected here" in out.err
-    assert json.loads(out.out) == {"ok": False, "file": str(path), "line": 7, "version": 7,
-                                   "reason": "missing event: version 6 expected here, not in the file"}  # fmt: skip
+    reason = "missing event: version 6 expected here, not in the file"
+    assert json.loads(out.out) == {"ok": False, "file": str(path), "line": 7, "version": 7, "reason": reason}
     assert main(["verify", "--file", str(tmp_path / "nope.ndjson")]) == 2
     assert "cannot read" in capsys.readouterr().err
     assert main(["verify", "--file", str(path), "--table", "x"]) == 2
@@ -221,7 +236,8 @@ def test_verify_file_imports_no_database_stack(lines: list[bytes], tmp_path: Pat
         "import sys\n"
         "from services.cli import main\n"
         f"rc = main(['verify', '--file', {str(path)!r}])\n"
-        "bad = sorted({m.split('.')[0] for m in sys.modules} & {'psycopg', 'psycopg_pool', 'sqlalchemy', 'fastapi'})\n"
+        "heavy = {'psycopg', 'psycopg_pool', 'sqlalchemy', 'fastapi'}\n"
+        "bad = sorted({m.split('.')[0] for m in sys.modules} & heavy)\n"
         "print('IMPORTED', bad)\n"
         "sys.exit(rc)\n"
     )
@@ -229,7 +245,8 @@ def test_verify_file_imports_no_database_stack(lines: list[bytes], tmp_path: Pat
     assert done.returncode == 0, done.stderr
     assert "IMPORTED []" in done.stdout
     # stdin works too
-    done = subprocess.run([sys.executable, "-m", "services.cli", "verify", "--file", "-"], cwd=ROOT,
-                          input=b"".join(lines).decode(), capture_output=True, text=True, timeout=120)  # fmt: skip
+    command = [sys.executable, "-m", "services.cli", "verify", "--file", "-"]
+    stdin = b"".join(lines).decode()
+    done = subprocess.run(command, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["file"] == "stdin"
