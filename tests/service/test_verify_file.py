@@ -250,3 +250,33 @@ def test_verify_file_imports_no_database_stack(lines: list[bytes], tmp_path: Pat
     done = subprocess.run(command, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["file"] == "stdin"
+
+
+def test_the_worked_example_of_docs_verify_md() -> None:
+    doc = (ROOT / "docs" / "verify.md").read_text()
+    event = convert({"type": "tile_discarded", "id": "e2", "seat": 0, "tile": "5p"})
+    canonical = canonical_bytes(event)
+    assert canonical.decode() in doc
+    h0 = chain.genesis("demo-1")
+    h1 = chain.link(h0, canonical)
+    assert doc.count(h0.hex()) >= 3 and doc.count(h1.hex()) >= 3
+
+
+def test_the_stdlib_script_of_docs_verify_md_checks_an_export(lines: list[bytes], tmp_path: Path) -> None:
+    doc = (ROOT / "docs" / "verify.md").read_text()
+    script = doc.split("<!-- verify-script -->\n```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "check.py").write_text(script)
+    good, bad = tmp_path / "good.ndjson", tmp_path / "bad.ndjson"
+    good.write_bytes(b"".join(lines))
+    bad.write_bytes(b"".join([*lines[:3], lines[3].replace(b'"type":"', b'"type":"x', 1), *lines[4:]]))
+    for hand in (None, 2):
+        path = good if hand is None else tmp_path / "hand.ndjson"
+        if hand is not None:
+            path.write_bytes(b"".join(_export(hand=hand)))
+        done = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(path)], capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"ok {TABLE} ")
+    done = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(bad)], capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode != 0 and "version 3: tampered" in done.stderr
