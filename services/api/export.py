@@ -63,9 +63,11 @@ def _lines(
         page = chain_reads.hashed_page(container.pool, tenant, table_id, after, last, PAGE)
         if not page:
             return
+        chunk = []
         for version, canonical, stored in page:
-            yield export.event_line(version, previous, stored, canonical)
+            chunk.append(export.event_line(version, previous, stored, canonical))
             previous = stored
+        yield b"".join(chunk)  # one chunk a page: each chunk of a sync iterator is a thread hop
         after = page[-1][0]
 
 
