@@ -234,7 +234,7 @@ def hand_report(
         "table_id": table_id,
         "hand": hand,
         "lang": language,
-        "summary": _summary(hand, first, last, settlement, reported, net, language),
+        "summary": _summary(hand, first, last, whole["players"], reported, net, language),
         "players": whole["players"],
         "rules": whole["rules"],
         "head": {"version": head.version, "hash": head.last_hash.hex()},
@@ -329,15 +329,18 @@ def _line(ev: Any, players: list[str], ruling: dict[str, Any] | None, lang: str)
     return text
 
 
-def _summary(hand: int, first: int, last: int, settlement: Any, reported: Any, net: Any, lang: str) -> str:
+def _summary(hand: int, first: int, last: int, players: list[str], reported: Any, net: Any, lang: str) -> str:
+    def nets(sep: str) -> str:
+        return sep.join(f"{players[s] if s < len(players) else s} {n:+d}" for s, n in enumerate(net))
+
     if lang == "zh":
         text = f"第{hand}局，第{first}至第{last}事件。"
-        text += f"结算：各座位净得 {list(net)}。" if net is not None else "本局未结算。"
+        text += f"结算：{nets('、')}。" if net is not None else "本局未结算。"
         if reported:
             text += reported[-1]["message"] + "。"
         return text
     text = f"hand {hand}, events {first} to {last}. "
-    text += f"Settlement: net per seat {list(net)}." if net is not None else "The hand is not settled."
+    text += f"Settlement: {nets(', ')}." if net is not None else "The hand is not settled."
     if reported:
         text += " " + reported[-1]["message"] + "."
     return text
