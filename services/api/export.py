@@ -192,19 +192,25 @@ def hand_report(
 ) -> Response:
     """Support keys only. Everything an agent sends a player about one hand, with each event's chain
     hash and the table's head hash so the player can check it (docs/verify.md)."""
-    from projections import audit
+    from projections import audit, replay
     from services.api import read
+    from services.db import reading
     from services.store import chain
 
     head, (first, last) = _hand_of(container, principal, table_id, hand, "support")
     language = lang or audit.language(accept_language)
     tenant = principal.tenant
-    stored = read._events(container, tenant, table_id, head.version)
+    # The audit's entries of the hand (rulings, 漏胡, kong chains, wall) from the events up to its
+    # end; the settlement and every report of the hand (a settlement_reported may come after the
+    # next hand started) from the table's state at its head: the latest snapshot, then the events
+    # after it (projections/replay.py, as /state reads it).
+    stored = read._events(container, tenant, table_id, last)
     events = [e for _, e, _, _ in stored]
     by_version = {v: e for v, e, _, _ in stored}
     whole = audit.build(container.engine, table_id, events, [(v, r) for v, _, r, _ in stored],
                         {}, language)  # fmt: skip
-    state = read._fold(container.engine, events)
+    snap = reading(container.pool, lambda c: replay.latest_snapshot(c, tenant, table_id, head.version))
+    state, _ = replay.state_at(snap, container.store, container.engine, tenant, table_id, head.version)
     settled = read._find(state.settlements, hand)
     settlement = read._derivation(settled, by_version, state.rulings) if settled is not None else None
 
@@ -226,7 +232,7 @@ def hand_report(
         previous = stored_hash
     reported = [
         dict(s, difference={k: s["net_reported"].get(k, 0) - v for k, v in s["net_computed"].items()})
-        for s in whole["settlements"]
+        for s in audit._settlement_checks(state, language)  # the audit's own comparison, at the head
         if s["hand"] == hand
     ]
     net = settled.net if settled is not None else None

@@ -13,6 +13,9 @@ the same events, that it streams (memory does not grow with the table), and how 
   of 1000 events), not near 10.
 * ``hand export 200-hand / 8-hand table``: ``…/hands/{n}/export`` of a middle hand: a hand's export
   costs its hand, plus one index range over the table's ``hand_started`` rows.
+* ``hand report 200-hand / 8-hand table``: ``…/hands/{n}/report`` of a middle hand. The audit's
+  fold (projections/audit.py) runs from event 1 to the hand's end, and the state at the head comes
+  from the latest snapshot (none here: the projector is off), so it grows with the table.
 * ``verify / hashlib``: ``services.store.export.verify`` over the 200-hand export against a loop
   that only hashes each line's event bytes (the floor: the SHA-256 work itself).
 
@@ -123,6 +126,10 @@ def run() -> None:
             t_hand_small = _median_s(lambda: client.get("/v1/tables/t8/hands/4/export", headers=key).content)
             print(f"  hand export 200-hand / 8-hand table          {t_hand_big * 1000:8.1f} ms / "
                   f"{t_hand_small * 1000:8.1f} ms = {t_hand_big / t_hand_small:5.2f}×")  # fmt: skip
+            t_rep_big = _median_s(lambda: client.get("/v1/tables/t200/hands/100/report", headers=key).content)
+            t_rep_small = _median_s(lambda: client.get("/v1/tables/t8/hands/4/report", headers=key).content)
+            print(f"  hand report 200-hand / 8-hand table          {t_rep_big * 1000:8.1f} ms / "
+                  f"{t_rep_small * 1000:8.1f} ms = {t_rep_big / t_rep_small:5.2f}×")  # fmt: skip
 
         def drain(table_id: str) -> Callable[[], None]:
             def go() -> None:

@@ -200,8 +200,9 @@ def test_hand_report_has_hashes_derivation_and_the_reported_difference(
     from domain import engine
     from tests.service.streams import legal_table
 
-    events = legal_table(61, 2)
-    i = next(i for i, e in enumerate(events) if e["type"] == "settlement_reported")
+    events = legal_table(61, 3)
+    started = [n for n, e in enumerate(events) if e["type"] == "hand_started"]
+    i = next(i for i, e in enumerate(events) if e["type"] == "settlement_reported" and i < started[-1])
     table_id = _new_id()
     events = [dict(e, id=f"{table_id}-{n}") for n, e in enumerate(events)]
     hand = events[i]["hand"]
@@ -211,6 +212,10 @@ def test_hand_report_has_hashes_derivation_and_the_reported_difference(
     assert right, "the hand moved coins"
     wrong = [dict(right[0], amount=right[0]["amount"] + 5), *right[1:]]
     events[i] = dict(events[i], transfers=wrong)
+    # a second report of the hand, late: after the next hand started (outside the hand's events)
+    j = next(j for j in range(i, len(events)) if events[j]["type"] == "hand_started")
+    late = {"type": "settlement_reported", "id": f"{table_id}-late", "hand": hand, "transfers": right}
+    events = [*events[: j + 1], late, *events[j + 1 :]]
     append(client, platform, table_id, events)
 
     r = client.get(f"/v1/tables/{table_id}/hands/{hand}/report?lang=en", headers=support)
@@ -232,17 +237,19 @@ def test_hand_report_has_hashes_derivation_and_the_reported_difference(
         assert (
             win["derivation"]["multiplier"].endswith(str(win["multiplier"])) or win["derivation"]["violation"]
         )
-    [checked] = report["reported"]
-    assert checked["status"] == "differs"
+    checked, again = report["reported"]
+    assert (checked["status"], again["status"]) == ("differs", "match")
+    assert again["reported_event"] == j + 2 > report["chain"]["last_version"]
+    assert set(again["difference"].values()) == {0}
     difference = checked["difference"]
     assert set(difference) == {"0", "1", "2", "house"}
     assert sorted(abs(d) for d in difference.values()) == [0, 0, 5, 5]  # one line 5 coins too many
     assert all(difference[k] == checked["net_reported"][k] - checked["net_computed"][k] for k in difference)
-    assert "differs" in report["summary"]
+    assert "matches" in report["summary"]  # the last report
 
     zh = client.get(f"/v1/tables/{table_id}/hands/{hand}/report?lang=zh", headers=support)
     assert zh.headers["content-language"] == "zh"
-    assert "不一致" in zh.json()["summary"] and "第" in zh.json()["events"][0]["line"]
+    assert "一致" in zh.json()["summary"] and "第" in zh.json()["events"][0]["line"]
     assert not any(c.isascii() and c.isalpha() for c in zh.json()["events"][0]["line"].split("（")[0])
     by_header = client.get(f"/v1/tables/{table_id}/hands/{hand}/report",
                            headers={**support, "Accept-Language": "zh-CN"})  # fmt: skip
