@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("score", "score winning hands read as JSON lines"),
     "settle": ("settle", "settle a stream of events read as JSON lines"),
     "simulate": ("simulate", "write simulated, legal table streams"),
+    "push": ("push", "send JSON-lines streams to a running kwx in batches, resuming where a table stands"),
     "projections": ("projections", "rebuild read models: kwx projections rebuild [NAME]"),
     "openapi": ("openapi", "print the OpenAPI document of the service"),
 }

@@ -31,22 +31,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--head", default=None, metavar="HASH", help="with --file: the table's head hash (hex) it must have"
     )
+    parser.add_argument("--init", action="store_true",
+                        help="create the embedded database if there is none (else: an error)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     if args.file is not None:
-        if args.table is not None or args.tenant is not None:
-            print("kwx verify: --table / --tenant check the database; --file checks an export: not both",
-                  file=sys.stderr)  # fmt: skip
+        if args.table is not None or args.tenant is not None or args.init:
+            print("kwx verify: --table / --tenant / --init are for the database, --file checks an export: "
+                  "not both", file=sys.stderr)  # fmt: skip
             return 2
         return _verify_file(args.file, args.head)
     if args.head is not None:
         print("kwx verify: --head goes with --file EXPORT", file=sys.stderr)
         return 2
-    from services.bootstrap import bootstrap
+    from services.bootstrap import bootstrap, command_database
     from services.settings import Settings
 
-    container = bootstrap(Settings.from_env())
+    settings = Settings.from_env()
+    container = bootstrap(settings, url=command_database(settings, "verify", init=args.init))
     try:
         tables, events, broken = container.store.verify(args.table, tenant=args.tenant)
     finally:
