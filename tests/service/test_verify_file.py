@@ -226,6 +226,7 @@ def test_cli_messages_and_exit_codes(lines: list[bytes], tmp_path: Path, capsys:
     assert main(["verify", "--file", str(tmp_path / "nope.ndjson")]) == 2
     assert "cannot read" in capsys.readouterr().err
     assert main(["verify", "--file", str(path), "--table", "x"]) == 2
+    assert main(["verify", "--file", str(path), "--init"]) == 2
     assert main(["verify", "--head", "ab"]) == 2
 
 
