@@ -254,3 +254,34 @@ def test_hand_report_has_hashes_derivation_and_the_reported_difference(
     by_header = client.get(f"/v1/tables/{table_id}/hands/{hand}/report",
                            headers={**support, "Accept-Language": "zh-CN"})  # fmt: skip
     assert by_header.json()["lang"] == "zh"
+
+
+def test_an_export_stops_at_the_head_it_read_while_events_are_appended(
+    client: Any, container: Any, platform: dict[str, str], support: dict[str, str], tenant: str,
+    monkeypatch: Any, tmp_path: Path, capsys: Any,
+) -> None:  # fmt: skip
+    from services.api import export as export_api
+    from services.store import chain_reads
+
+    table_id = _new_id()
+    events = simulated(9, 2)
+    append(client, platform, table_id, events[:-5])
+    before = container.store.head(tenant, table_id)
+    real = chain_reads.hashed_page
+    appended: list[int] = []
+
+    def page_then_append(*args: Any) -> Any:
+        if not appended:  # while the export streams, the platform appends the rest
+            result = container.store.append(tenant, table_id, before.version,
+                                            [convert(e) for e in events[-5:]])  # fmt: skip
+            appended.append(result.version)
+        return real(*args)
+
+    monkeypatch.setattr(export_api.chain_reads, "hashed_page", page_then_append)
+    body = client.get(f"/v1/tables/{table_id}/export", headers=support).content
+    assert appended == [before.version + 5]
+    lines = _lines(body)
+    assert lines[0]["version"] == before.version == lines[-1]["version"] == len(lines) - 1
+    assert lines[0]["head_hash"] == before.last_hash.hex()
+    code, _out, err = _verify(tmp_path, body, "--head", before.last_hash.hex(), capsys=capsys)
+    assert code == 0, err
