@@ -120,6 +120,9 @@ class Projector:
         self._stale_said: dict[str, Checkpoint] = {}
         self.refolds = 0
         self.applied = 0
+        # Called after each committed batch with (model → events applied, events parked with an
+        # error): the service's metrics (services/metrics.py); this package stays free of them.
+        self.on_batch: Callable[[dict[str, int], int], None] | None = None
 
     # ------------------------------------------------------------------ per-table state
     def _ctx(self, tenant: str, table_id: str, version: int, conn: Connection | None = None) -> TableCtx:
@@ -343,6 +346,8 @@ class Projector:
             if parks:
                 self._parked_key = None  # the blocked tables are read again next batch
             self.applied += len(events)
+            if self.on_batch is not None:
+                self.on_batch({name: counts[name] for name in moved}, sum(p.error is not None for p in parks))
             return len(events)
 
     def _write_parks(self, conn: Connection, parks: list[Park]) -> None:

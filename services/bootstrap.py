@@ -50,9 +50,11 @@ class Container:
         if not self.projector_background or self.projector_runner is not None:
             return
         from projections.projector import Projector, ProjectorRunner
+        from services import metrics
 
         if self.projector is None:
             self.projector = Projector(self.pool, self.store, self.engine)
+        self.projector.on_batch = metrics.observe_projection
         self.projector_runner = ProjectorRunner(self.projector, self.database_url)
         self.projector_runner.start()
 

@@ -79,3 +79,33 @@ class Status:
                 )
             out.append(line)
         return out
+
+
+BEHIND_CAPPED = f"SELECT count(*) FROM (SELECT 1 FROM events e WHERE {after('e')} LIMIT %s) behind"
+
+
+@dataclass(frozen=True, slots=True)
+class PerModel:
+    """Per read model, for the metrics (services/metrics.py): how long ago the oldest event it lacks
+    was recorded (0 when caught up), how many it lacks (counted up to ``cap``, so a scrape of a far
+    behind store stays cheap), its parked events and whether its checkpoint is stale. Log-wide: no
+    tenant, no table."""
+
+    models: ClassVar[tuple[str, ...]] = registry.NAMES
+    cap: int = 1_000_000
+
+    def __call__(self, conn: Connection) -> list[dict[str, Any]]:
+        done, parked_by, epoch, next_xid = _read_checkpoints(conn)
+        if not done:
+            row = conn.execute(f"SELECT {CURRENT_EPOCH}, {NEXT_XID}").fetchone()
+            epoch, next_xid = (int(row[0] or 0), int(row[1])) if row else (0, 0)
+        out = []
+        for name in registry.NAMES:
+            ep, tx, pos = done.get(name, (0, 0, 0))
+            row = conn.execute(OLDEST_PENDING, (ep, str(tx), pos)).fetchone()
+            lag = 0.0 if row is None else max(0.0, round(float(row[0]), 3))
+            (behind,) = conn.execute(BEHIND_CAPPED, (ep, str(tx), pos, self.cap)).fetchone() or (0,)
+            is_stale = stale((ep, tx, pos), epoch, next_xid)
+            out.append({"projection": name, "lag_seconds": lag, "behind": int(behind),
+                        "parked": parked_by.get(name, 0), "stale": is_stale})  # fmt: skip
+        return out

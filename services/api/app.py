@@ -20,13 +20,14 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from services import metrics
 from services.api import discovery, export, health, read, stats, tables
 from services.api.answers import error_answer, retry_after
 from services.api.gate import ReadGate
@@ -58,6 +59,7 @@ def create_app(
             from services.bootstrap import bootstrap
 
             owned = container = app.state.container = bootstrap(settings)
+        metrics.POOLS.add("sync", container.pool)
         container.start_projector()
         try:
             yield
@@ -83,7 +85,25 @@ def create_app(
     if fast_append:  # POST …/events without FastAPI's per-request machinery (False: tests compare)
         app.add_middleware(tables.FastAppend)
     app.add_middleware(RequestContext)
+    if (settings or getattr(container, "settings", None) or Settings()).metrics == "on":
+        _add_metrics_route(app)
     return app
+
+
+def _add_metrics_route(app: FastAPI) -> None:
+    @app.get(
+        "/metrics", tags=["health"], operation_id="metrics", summary="Prometheus metrics",
+        description="The text exposition format; no key needed and no tenant data in it "
+        "(services/metrics.py lists every metric). `KWX_METRICS=off` removes it, `KWX_METRICS=PORT` "
+        "moves it to a port of its own.",
+        response_class=Response,
+        responses={200: {"content": {metrics.CONTENT_TYPE: {"schema": {"type": "string"}}},
+                         "description": "every metric, in the Prometheus text format"}},
+    )  # fmt: skip
+    def metrics_route(request: Request) -> Response:
+        container = getattr(request.app.state, "container", None)
+        body = metrics.render(getattr(container, "pool", None))
+        return Response(body, media_type=metrics.CONTENT_TYPE)
 
 
 def _error(status: int, body: dict[str, Any]) -> JSONResponse:
@@ -171,7 +191,11 @@ class RequestContext:
             if status is None:
                 structlog.contextvars.bind_contextvars(outcome="client_gone")
         finally:
-            log.info("request", method=scope["method"], path=scope["path"],
-                     status=unanswered if status is None else status,
-                     ms=round((time.perf_counter() - started) * 1000, 2))  # fmt: skip
+            seconds = time.perf_counter() - started
+            answered = unanswered if status is None else status
+            log.info("request", method=scope["method"], path=scope["path"], status=answered,
+                     ms=round(seconds * 1000, 2))  # fmt: skip
             structlog.contextvars.clear_contextvars()
+            metrics.observe_request(scope.get("kwx_route") or metrics.route_of(scope), scope["method"],
+                                    answered, seconds)  # fmt: skip
+            metrics.POOLS.maybe()

@@ -8,8 +8,9 @@ are ``ServiceError``s or database faults that services/api/answers.py maps to an
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 import structlog
@@ -18,6 +19,7 @@ from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from services import metrics
 from services.api import schemas
 from services.api.answers import error_answer, retry_after
 from services.api.body import MAX_VERSION, read_append
@@ -104,6 +106,32 @@ async def append(
     check_table_id(table_id)
     structlog.contextvars.bind_contextvars(table_id=table_id)
     require_role(principal, "platform")
+    started = time.perf_counter()
+    try:
+        result = await _append(container, principal, table_id, headers, receive, fast_path, query)
+    except ServiceError as error:
+        metrics.observe_refusal(error.body(), time.perf_counter() - started)
+        raise
+    metrics.observe_append(result, time.perf_counter() - started)
+    # The outcome rides on the request's one access line (services.api.app.RequestContext).
+    structlog.contextvars.bind_contextvars(
+        outcome="replayed" if result.replayed else "stored",
+        count=result.count,
+        version=result.version,
+        recorded_violations=len(result.rulings),
+    )
+    return _encoder.encode(result.body())
+
+
+async def _append(
+    container: Container,
+    principal: Principal,
+    table_id: str,
+    headers: Mapping[str, str],
+    receive: Receive,
+    fast_path: fast.AsyncFastPath | None,
+    query: str,
+) -> Any:
     append = await read_append(headers, receive, container.settings, query)
     body = append.body
     store, tenant, expected = container.store, principal.tenant, body.expected_version
@@ -117,17 +145,11 @@ async def append(
         if line is not None:
             error.extra["line"] = line
         raise
-    # The outcome rides on the request's one access line (services.api.app.RequestContext).
-    structlog.contextvars.bind_contextvars(
-        outcome="replayed" if result.replayed else "stored",
-        count=result.count,
-        version=result.version,
-        recorded_violations=len(result.rulings),
-    )
-    return _encoder.encode(result.body())
+    return result
 
 
 _APPEND_PATH = re.compile(r"^/v1/tables/([^/]+)/events$")
+APPEND_ROUTE = "/v1/tables/{table_id}/events"
 _JSON = [(b"content-type", b"application/json")]
 
 
@@ -155,6 +177,7 @@ class FastAppend:
         if match is None:
             await self.app(scope, receive, send)
             return
+        scope["kwx_route"] = APPEND_ROUTE  # the metrics' route label (services/metrics.py)
         headers = Headers(scope=scope)
         retry = None
         try:

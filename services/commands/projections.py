@@ -89,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _follow(projector: object, conninfo: str) -> int:
     from projections.projector import ProjectorRunner
-    from services import heap
+    from services import heap, metrics
 
+    projector.on_batch = metrics.observe_projection  # type: ignore[attr-defined]
     runner = ProjectorRunner(projector, conninfo, heartbeat=_heartbeat())  # type: ignore[arg-type]
     heap.settle()  # what the process keeps: never traversed by the collector again
     runner.start()

@@ -40,13 +40,17 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from services.settings import Settings
+
+    settings = Settings.from_env()  # a bad KWX_* value: SettingsError, named by services.cli (exit 2)
+    if settings.metrics != "off":  # every worker and the projector child count (services/metrics.py)
+        from services.metrics_dir import use_folder
+
+        use_folder()
     import uvicorn
 
     from services.api.app import create_app
     from services.bootstrap import bootstrap
-    from services.settings import Settings
-
-    settings = Settings.from_env()  # a bad KWX_* value: SettingsError, named by services.cli (exit 2)
     grace = settings.shutdown_grace
     workers = args.workers or settings.serving_workers()
     if workers > 1 and settings.projector == "thread":
@@ -80,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"kwx: projector: {_projector_line(settings.projector, child)}", flush=True)
     print(f"kwx: workers: {_workers_line(workers, settings.pool_size)}", flush=True)
     print(f"kwx: limits: {_limits_line(settings, workers)}", flush=True)
+    scraped = container if workers == 1 else None  # (with N workers this process keeps no pool)
+    print(f"kwx: metrics: {_metrics_line(settings, args.host, args.port, scraped)}", flush=True)
     try:
         if workers == 1:
             from services import heap
@@ -135,6 +141,19 @@ def _supervise(config: Any) -> list[int]:
     with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run
         supervisor.run()
     return [p.pid for p in supervisor.processes if p.exitcode == STARTUP_FAILURE and p.pid is not None]
+
+
+def _metrics_line(settings: Settings, host: str, port: int, container: Any) -> str:
+    """Where /metrics is served (and, for ``KWX_METRICS=PORT``, that server started)."""
+    if settings.metrics == "off":
+        return "off (KWX_METRICS=off)"
+    own = settings.metrics_port()
+    if own is None:
+        return f"http://{host}:{port}/metrics (every worker and the projector counted)"
+    from services import metrics
+
+    metrics.serve_port(own, host, getattr(container, "pool", None))
+    return f"http://{host}:{own}/metrics (a port of its own: KWX_METRICS={own})"
 
 
 def _limits_line(settings: Settings, workers: int) -> str:

@@ -159,6 +159,9 @@ class EventStore:
     ) -> tuple[int, int, list[BrokenLink]]:
         """Recompute the hash chain of every table (of ``tenant``, of id ``table_id``, when given):
         ``services.store.verify``."""
+        from services import metrics
         from services.store.verify import verify
 
-        return verify(self.pool, table_id, tenant=tenant)
+        tables, events, broken = verify(self.pool, table_id, tenant=tenant)
+        metrics.chain_failures(len(broken))
+        return tables, events, broken

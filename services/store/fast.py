@@ -265,10 +265,14 @@ class AsyncFastPath:
 
         assert self.url is not None
         try:
-            return await open_async_pool(self.url, size=self.size, role=self.role)
+            pool = await open_async_pool(self.url, size=self.size, role=self.role)
         except Exception:  # the sync pool and the executor still serve; say so once
             log.warning("async_pool_unavailable", exc_info=True)
             return None
+        from services import metrics
+
+        metrics.POOLS.add("async", pool)
+        return pool
 
     async def close(self) -> None:
         """Close this event loop's async pool, if it has one."""

@@ -1,0 +1,260 @@
+"""Prometheus metrics (issue 15), with ``prometheus_client``.
+
+Every serving process counts into its own files when ``PROMETHEUS_MULTIPROC_DIR`` is set (``kwx
+serve`` sets it to a fresh folder before the workers and the projector child start, so all of them
+count, and a scrape of any worker sums them: ``prometheus_client``'s multiprocess mode); without it
+(an app built in process, the tests) they count in this process's default registry.
+
+What is measured, by name (units as Prometheus and OpenTelemetry name them: ``_seconds``,
+``_total``):
+
+* ``kwx_http_requests_total{route, method, status}`` and ``kwx_http_request_duration_seconds{route,
+  method}``: ``route`` is the route's template (``/v1/tables/{table_id}/events``), never the raw
+  path; a path no route matches is the one label ``unmatched``, an unknown method ``OTHER``.
+* ``kwx_events_appended_total``, ``kwx_append_batches_total{outcome}`` (stored, replayed,
+  version_conflict, id_conflict, illegal, malformed, refused), ``kwx_append_refusals_total{rule}``
+  (illegal events by rule), ``kwx_recorded_violations_total{rule}``, ``kwx_append_duration_seconds``.
+* ``kwx_projection_events_total{model}`` and ``kwx_projection_parked_total`` (the projector's own
+  counts); read from the database at each scrape: ``kwx_projection_lag_seconds{model}``,
+  ``kwx_projection_behind_events{model}``, ``kwx_projection_parked_events{model}``,
+  ``kwx_projection_stale{model}``, ``kwx_database_up``.
+* ``kwx_db_pool_connections{pool}``, ``kwx_db_pool_connections_in_use{pool}``,
+  ``kwx_db_pool_waits_total{pool}`` (``pool``: ``sync``, or ``async`` for the append's own pool).
+* ``kwx_chain_verification_failures_total``: tables whose hash chain failed a check in a serving
+  process (the audit checks it).
+
+No label ever holds a tenant, a table id, a key or a player: ``/metrics`` needs no key.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+UNMATCHED = "unmatched"
+_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+HTTP_REQUESTS = Counter(
+    "kwx_http_requests", "HTTP requests answered, by route template, method and status",
+    ["route", "method", "status"],
+)  # fmt: skip
+HTTP_DURATION = Histogram(
+    "kwx_http_request_duration_seconds", "Time to answer an HTTP request, by route template and method",
+    ["route", "method"], buckets=_BUCKETS,
+)  # fmt: skip
+EVENTS_APPENDED = Counter("kwx_events_appended", "Events stored by appends (replays not counted)")
+APPEND_BATCHES = Counter("kwx_append_batches", "Append requests by outcome", ["outcome"])
+APPEND_REFUSALS = Counter("kwx_append_refusals", "Illegal events refused, by rule", ["rule"])
+RECORDED_VIOLATIONS = Counter(
+    "kwx_recorded_violations", "Rule violations stored with their ruling (violations: record)", ["rule"]
+)
+APPEND_DURATION = Histogram(
+    "kwx_append_duration_seconds", "Time to check and store one append batch", buckets=_BUCKETS
+)
+PROJECTION_EVENTS = Counter("kwx_projection_events", "Events applied by the projector, by model", ["model"])
+PROJECTION_PARKED = Counter("kwx_projection_parked", "Events the projector parked with an error")
+CHAIN_FAILURES = Counter(
+    "kwx_chain_verification_failures", "Tables whose hash chain failed a check in a serving process"
+)
+POOL_CONNECTIONS = Gauge(
+    "kwx_db_pool_connections", "Database connections open in the pools", ["pool"], multiprocess_mode="livesum"
+)
+POOL_IN_USE = Gauge(
+    "kwx_db_pool_connections_in_use", "Database connections lent out", ["pool"], multiprocess_mode="livesum"
+)
+POOL_WAITS = Counter("kwx_db_pool_waits", "Requests for a connection that had to wait", ["pool"])
+
+# The append outcomes a refusal's error code maps to (anything else: "refused").
+_OUTCOMES = {"version_conflict": "version_conflict", "id_conflict": "id_conflict", "illegal_event": "illegal",
+             "malformed": "malformed", "bad_rules": "malformed"}  # fmt: skip
+
+
+def multiprocess() -> bool:
+    return bool(os.environ.get(MULTIPROC_ENV))
+
+
+# ---------------------------------------------------------------------------------- recording
+def observe_request(route: str | None, method: str, status: int, seconds: float) -> None:
+    method = method if method in METHODS else "OTHER"
+    route = route or UNMATCHED
+    HTTP_REQUESTS.labels(route, method, str(status)).inc()
+    HTTP_DURATION.labels(route, method).observe(seconds)
+
+
+def observe_append(result: Any, seconds: float) -> None:
+    """A stored (or replayed) batch: ``services.store.batch.AppendResult``."""
+    APPEND_DURATION.observe(seconds)
+    if getattr(result, "replayed", False):
+        APPEND_BATCHES.labels("replayed").inc()
+        return
+    APPEND_BATCHES.labels("stored").inc()
+    EVENTS_APPENDED.inc(result.count)
+    for ruling in result.rulings:
+        RECORDED_VIOLATIONS.labels(str(ruling.get("rule") or ruling.get("code") or "unknown")).inc()
+
+
+def observe_refusal(body: dict[str, Any], seconds: float) -> None:
+    """An append answered with an error ``body`` (``{"error": code, …}``)."""
+    APPEND_DURATION.observe(seconds)
+    code = str(body.get("error", ""))
+    APPEND_BATCHES.labels(_OUTCOMES.get(code, "refused")).inc()
+    if code == "illegal_event":
+        APPEND_REFUSALS.labels(str(body.get("rule") or "unknown")).inc()
+
+
+def observe_projection(applied: dict[str, int], parked: int) -> None:
+    """The projector's ``on_batch`` hook."""
+    for model, count in applied.items():
+        if count:
+            PROJECTION_EVENTS.labels(model).inc(count)
+    if parked:
+        PROJECTION_PARKED.inc(parked)
+
+
+def chain_failures(count: int) -> None:
+    if count:
+        CHAIN_FAILURES.inc(count)
+
+
+class PoolWatch:
+    """Sets the pool gauges from ``psycopg_pool``'s stats, at most once a second per process (the
+    request path calls :meth:`maybe`; a scrape calls :meth:`now`)."""
+
+    def __init__(self) -> None:
+        self._pools: dict[str, Any] = {}
+        self._next = 0.0
+        self._waits: dict[str, int] = {}
+
+    def add(self, name: str, pool: Any) -> None:
+        if pool is not None and hasattr(pool, "get_stats"):
+            self._pools[name] = pool
+
+    def maybe(self) -> None:
+        now = time.monotonic()
+        if now >= self._next:
+            self._next = now + 1.0
+            self.now()
+
+    def now(self) -> None:
+        for name, pool in list(self._pools.items()):
+            try:
+                stats = pool.get_stats()
+            except Exception:  # a closed pool
+                continue
+            size = int(stats.get("pool_size", 0))
+            POOL_CONNECTIONS.labels(name).set(size)
+            POOL_IN_USE.labels(name).set(max(0, size - int(stats.get("pool_available", 0))))
+            queued = int(stats.get("requests_queued", 0))
+            seen = self._waits.get(name, 0)
+            if queued > seen:
+                POOL_WAITS.labels(name).inc(queued - seen)
+            self._waits[name] = max(seen, queued)
+
+
+POOLS = PoolWatch()
+
+
+# ---------------------------------------------------------------------------------- exposition
+class _Default(Collector):
+    """This process's default registry (no multiprocess mode): its metrics and the process's own."""
+
+    def collect(self) -> Iterator[Any]:
+        yield from REGISTRY.collect()
+
+
+class _Database(Collector):
+    """Read at each scrape: how far each read model is behind, its parked events, whether its
+    checkpoint is stale, and whether the database answers. Log-wide numbers only (no tenant)."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+
+    def collect(self) -> Iterable[Any]:
+        up = GaugeMetricFamily("kwx_database_up", "1 when the database answered this scrape, else 0")
+        lag = GaugeMetricFamily(
+            "kwx_projection_lag_seconds", "Age of the oldest stored event a read model lacks (0: caught up)",
+            labels=["model"],
+        )  # fmt: skip
+        behind = GaugeMetricFamily(
+            "kwx_projection_behind_events", "Stored events a read model has not applied yet", labels=["model"]
+        )
+        parked = GaugeMetricFamily(
+            "kwx_projection_parked_events", "Events parked for a read model (docs/projections.md §1)",
+            labels=["model"],
+        )  # fmt: skip
+        stale = GaugeMetricFamily(
+            "kwx_projection_stale", "1 when a read model's checkpoint is ahead of the log (restored)",
+            labels=["model"],
+        )  # fmt: skip
+        try:
+            from projections.queries.freshness import PerModel
+
+            with self.pool.connection(timeout=2.0) as conn:
+                models = PerModel()(conn)
+        except Exception:
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        for m in models:
+            lag.add_metric([m["projection"]], m["lag_seconds"])
+            behind.add_metric([m["projection"]], m["behind"])
+            parked.add_metric([m["projection"]], m["parked"])
+            stale.add_metric([m["projection"]], 1 if m["stale"] else 0)
+        yield from (up, lag, behind, parked, stale)
+
+
+def render(pool: Any) -> bytes:
+    """The text exposition of every metric: this process's (or, in multiprocess mode, every
+    process's, summed), with the database's read at this scrape when ``pool`` is given."""
+    registry = CollectorRegistry(auto_describe=False)
+    if multiprocess():
+        from prometheus_client import multiprocess as mp
+
+        mp.MultiProcessCollector(registry)
+    else:
+        registry.register(_Default())
+    if pool is not None:
+        POOLS.now()
+        registry.register(_Database(pool))
+    return generate_latest(registry)
+
+
+def route_of(scope: dict[str, Any]) -> str | None:
+    """The matched route's template (FastAPI puts the route in the scope), else None."""
+    route = scope.get("route")
+    path = getattr(route, "path_format", None) or getattr(route, "path", None)
+    return path if isinstance(path, str) else None
+
+
+def serve_port(port: int, host: str, pool: Any) -> None:
+    """``KWX_METRICS=PORT``: the same exposition on a port of its own (a thread of ``kwx serve``)."""
+    from prometheus_client import start_http_server
+
+    registry = CollectorRegistry(auto_describe=False)
+    if multiprocess():
+        from prometheus_client import multiprocess as mp
+
+        mp.MultiProcessCollector(registry)
+    else:
+        registry.register(_Default())
+    if pool is not None:
+        registry.register(_Database(pool))
+    start_http_server(port, addr=host, registry=registry)

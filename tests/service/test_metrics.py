@@ -1,0 +1,225 @@
+"""``GET /metrics`` (issue 15): the Prometheus text format, counted by every worker and the
+projector child of ``kwx serve`` (prometheus_client's multiprocess mode), route templates as labels
+(never raw paths), append outcomes and refusals by rule, the read models' lag and parked events,
+the pools; no tenant data in any label; moved to a port of its own or turned off by a setting; and
+every metric the shipped Grafana dashboard and alert rules name exists. Against a real PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from services.settings import Settings, SettingsError
+from tests.service.serving import free_port, serve_subprocess, wait_for
+from tests.service.streams import legal_table, relabel
+
+pytestmark = pytest.mark.db
+
+ROOT = Path(__file__).resolve().parents[2]
+Headers = dict[str, str]
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """(sample name, sorted labels) → value of an exposition."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def total(found: dict[Any, float], name: str, **labels: str) -> float:
+    wanted = set(labels.items())
+    return sum(v for (n, ls), v in found.items() if n == name and wanted <= set(ls))
+
+
+def scrape(client: Any) -> dict[Any, float]:
+    answer = client.get("/metrics")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/plain")
+    return samples(answer.text)
+
+
+def test_appends_are_counted_by_outcome_and_rule(client: Any, platform: Headers, table_id: str) -> None:
+    before = scrape(client)
+    wire = legal_table(71)
+    url = f"/v1/tables/{table_id}/events"
+    first = {"events": wire[:20], "expected_version": 0}
+    assert client.post(url, json=first, headers=platform).status_code == 201
+    assert client.post(url, json=first, headers=platform).status_code == 201  # a replay
+    stale = client.post(url, json={"events": wire[20:25], "expected_version": 3}, headers=platform)
+    assert stale.status_code == 409
+    illegal = client.post(url, json={"events": [dict(wire[0], id="again")], "expected_version": 20},
+                          headers=platform)  # fmt: skip
+    assert illegal.status_code == 422
+    rule = illegal.json()["rule"]
+    after = scrape(client)
+
+    def delta(name: str, **labels: str) -> float:
+        return total(after, name, **labels) - total(before, name, **labels)
+
+    assert delta("kwx_events_appended_total") == 20
+    assert delta("kwx_append_batches_total", outcome="stored") == 1
+    assert delta("kwx_append_batches_total", outcome="replayed") == 1
+    assert delta("kwx_append_batches_total", outcome="version_conflict") == 1
+    assert delta("kwx_append_batches_total", outcome="illegal") == 1
+    assert delta("kwx_append_refusals_total", rule=rule) == 1
+    assert delta("kwx_append_duration_seconds_count") == 4
+    route = "/v1/tables/{table_id}/events"
+    assert delta("kwx_http_requests_total", route=route, method="POST", status="201") == 2
+    assert delta("kwx_http_requests_total", route=route, method="POST", status="422") == 1
+    assert delta("kwx_http_request_duration_seconds_count", route=route, method="POST") == 4
+    assert total(after, "kwx_database_up") == 1
+
+
+def test_a_thousand_random_paths_are_one_label(client: Any, platform: Headers) -> None:
+    rng = random.Random(7)
+    for _ in range(1000):
+        path = "/" + "/".join("".join(rng.choices("abcxyz019-_", k=rng.randint(1, 12))) for _ in range(3))
+        client.get(path, headers=platform)
+    client.request("BREW", "/coffee")
+    text = client.get("/metrics").text
+    found = samples(text)
+    routes = {dict(ls).get("route") for (n, ls) in found if n == "kwx_http_requests_total"}
+    templates = set(json.loads((ROOT / "openapi" / "openapi.json").read_text())["paths"]) | {"unmatched"}
+    assert routes <= templates, routes - templates
+    unmatched = [ls for (n, ls) in found if n == "kwx_http_requests_total" and ("route", "unmatched") in ls]
+    assert 1 <= len(unmatched) <= 6  # by method and status, never by path
+    assert {dict(ls)["method"] for ls in unmatched} <= {"GET", "OTHER"}
+    assert total(found, "kwx_http_requests_total", route="unmatched") >= 1000
+
+
+def test_no_tenant_data_in_any_label(client: Any, make_key: Any) -> None:
+    tenant = "tenant-secretive-42"
+    key = make_key(tenant, "platform")
+    table = "table-private-9f3"
+    wire = relabel(legal_table(72), "player-hidden-")
+    body = {"events": wire, "expected_version": 0}
+    answer = client.post(f"/v1/tables/{table}/events", json=body, headers=key)
+    assert answer.status_code == 201, answer.text
+    client.get(f"/v1/tables/{table}/state", headers=key)
+    text = client.get("/metrics").text
+    for secret in (tenant, table, "player-hidden-", key["Authorization"].split()[-1][:16]):
+        assert secret not in text
+
+
+def test_read_models_are_reported_per_model(client: Any) -> None:
+    from projections import registry
+
+    found = scrape(client)
+    for name in ("kwx_projection_lag_seconds", "kwx_projection_behind_events", "kwx_projection_parked_events",
+                 "kwx_projection_stale"):  # fmt: skip
+        models = {dict(ls)["model"] for (n, ls) in found if n == name}
+        assert models == set(registry.NAMES), name
+
+
+def test_the_setting() -> None:
+    assert Settings.from_env({}).metrics == "on"
+    assert Settings.from_env({"KWX_METRICS": "9102"}).metrics_port() == 9102
+    assert Settings.from_env({"KWX_METRICS": "off"}).metrics_port() is None
+    for bad in ("sometimes", "0", "70000"):
+        with pytest.raises(SettingsError, match="KWX_METRICS"):
+            Settings.from_env({"KWX_METRICS": bad})
+
+
+def test_off_removes_the_route(pg_cluster: Any) -> None:
+    from fastapi.testclient import TestClient
+
+    from services.api.app import create_app
+
+    assert "/metrics" not in create_app(Settings(metrics="off")).openapi()["paths"]
+    with TestClient(create_app(Settings(metrics="off"), container=None)) as client:  # type: ignore[arg-type]
+        assert client.get("/metrics").status_code == 404
+
+
+# ------------------------------------------------------------------------------ kwx serve, for real
+def _key(url: str, tenant: str) -> Headers:
+    from services.bootstrap import bootstrap
+
+    keys = bootstrap(Settings(database_url=url, pool_size=1, log_level="warning"), migrate=False)
+    try:
+        return {"Authorization": f"Bearer {keys.keys.create(tenant, 'platform')}"}
+    finally:
+        keys.close()
+
+
+def test_every_worker_and_the_projector_are_counted(pg_cluster: Any, tmp_path: Path) -> None:
+    """Two workers and the projector child: whichever worker answers a scrape, the counts are every
+    process's, summed; the projector's applied events show up too; the dashboard's and the alert
+    rules' metrics all exist."""
+    url = pg_cluster.create_database("kwx_metrics_multi")
+    proc, base, _ = serve_subprocess(url, tmp_path / "serve.out", workers=2, KWX_LOG_LEVEL="warning",
+                                     KWX_POOL_SIZE="2")  # fmt: skip
+    try:
+        banner = (tmp_path / "serve.out").read_text()
+        assert f"metrics: {base}/metrics" in banner, banner
+        headers = _key(url, "multi")
+        appended = 0
+        with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
+            for t in range(4):
+                wire = legal_table(80 + t, hands=1)
+                for k in range(0, len(wire), 25):
+                    answer = client.post(f"/v1/tables/m-{t}/events",
+                                         json={"events": wire[k:k + 25], "expected_version": k})  # fmt: skip
+                    assert answer.status_code == 201, answer.text
+                    appended += len(wire[k:k + 25])
+            # a recorded violation (violations: "record") and a refused event: their series exist too
+            from tests.service.streams import GOLDEN, load
+
+            wire = load(GOLDEN / "lou-hu-rejected.jsonl")
+            recorded = [dict(wire[0], violations="record"), *wire[1:]]
+            assert client.post("/v1/tables/m-rec/events", json={"events": recorded}).status_code == 201
+            appended += len(recorded)
+            again = dict(legal_table(80)[0], id="x")  # a second table_opened
+            refused = client.post("/v1/tables/m-0/events", json={"events": [again]})
+            assert refused.status_code == 422
+            counted = [total(samples(client.get("/metrics").text), "kwx_events_appended_total")
+                       for _ in range(6)]  # fmt: skip
+            assert counted == [appended] * 6  # every scrape, whichever worker: all of them
+
+            def projected() -> dict[Any, float] | None:
+                found = samples(client.get("/metrics").text)
+                applied = total(found, "kwx_projection_events_total", model="ledger")
+                caught_up = total(found, "kwx_projection_lag_seconds") == 0
+                return found if applied >= appended and caught_up else None
+
+            found = wait_for(projected, 120, "the projector child's counts did not reach /metrics")
+        assert total(found, "kwx_db_pool_connections") >= 1
+        names = {n for (n, _) in found}
+        for expr in _dashboard_and_alert_exprs():
+            for metric in re.findall(r"\bkwx_[a-z_]+\b", expr):
+                assert metric in names, f"{metric} (in {expr!r}) is not exported"
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
+def _dashboard_and_alert_exprs() -> list[str]:
+    dashboard = json.loads((ROOT / "docs" / "grafana" / "kwx.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    alerts = yaml.safe_load((ROOT / "docs" / "prometheus" / "alerts.yml").read_text())
+    exprs += [r["expr"] for g in alerts["groups"] for r in g["rules"]]
+    assert len(exprs) >= 15
+    return exprs
+
+
+def test_a_port_of_its_own(pg_cluster: Any, tmp_path: Path) -> None:
+    url = pg_cluster.create_database("kwx_metrics_port")
+    port = free_port()
+    proc, base, _ = serve_subprocess(url, tmp_path / "serve.out", workers=1, KWX_METRICS=str(port),
+                                     KWX_PROJECTOR="off", KWX_LOG_LEVEL="warning")  # fmt: skip
+    try:
+        assert httpx.get(f"{base}/metrics").status_code == 404  # not on the service's port
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+        assert "kwx_http_requests_total" in text and "kwx_database_up 1.0" in text
+    finally:
+        proc.terminate()
+        proc.wait(60)
