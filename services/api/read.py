@@ -252,7 +252,7 @@ def _derivation(settlement: Any, events: dict[int, Any], rulings: Any = ()) -> d
 )
 def hand_settlement(
     table_id: TableId,
-    hand: Annotated[int, Path(ge=1, description="the hand's number (1, 2, …)")],
+    hand: Annotated[int, Path(ge=1, le=2**31 - 2, description="the hand's number (1, 2, …)")],
     request: Request,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
@@ -263,10 +263,18 @@ def hand_settlement(
     head = table_of(container, principal, table_id, "platform", "support")
     override = _rules_override(request, rules)
     engine = container.engine
-    stored = _events(container, principal.tenant, table_id, head.version)
-    events = [e for _, e, _, _ in stored]
-    by_version = {v: e for v, e, _, _ in stored}
-    state = _fold(engine, events)
+    if override is None:  # hand n's events only, from its snapshot (services/api/hand_reads.py)
+        from services.api.hand_reads import hand_events
+
+        got = hand_events(container, principal.tenant, table_id, hand, head.version)
+        events = []
+        by_version = {v: e for v, e, _ in got.events}
+        state = got.final(engine)
+    else:  # what-if: other rules may change every hand before this one, so the whole table
+        stored = _events(container, principal.tenant, table_id, head.version)
+        events = [e for _, e, _, _ in stored]
+        by_version = {v: e for v, e, _, _ in stored}
+        state = _fold(engine, events)
     actual = _find(state.settlements, hand)
     if actual is None:
         raise NotFound(f"hand {hand} of {table_id!r} is not settled")

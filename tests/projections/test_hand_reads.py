@@ -1,0 +1,167 @@
+"""A hand's reads from the hand's snapshot (projections/hand_reads.py) against a real PostgreSQL:
+given a table (conformance and golden streams, simulated multi-hand tables, a report made hands
+later, a recorded violation) → when every hand's settlement and audit is read after the projector
+wrote the snapshots → then the settlement is byte for byte the whole-table fold's (the answer
+before any snapshot exists), the hand's audit is the table's audit restricted to that hand, and
+the fold really started at the hand's snapshot and stopped before the next hand."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from domain import engine
+from domain.events import decode
+from projections.projector import Projector
+from tests.projections.helpers import append, simulated
+from tests.service.streams import expectation, load, stream_files
+
+pytestmark = pytest.mark.db
+
+_PER_HAND = ("rulings", "lou_hu", "kong_chains", "settlements", "walls")
+
+
+@pytest.fixture()
+def support(make_key: Any, tenant: str) -> dict[str, str]:
+    return make_key(tenant, "support")  # type: ignore[no-any-return]
+
+
+@pytest.fixture()
+def projector(container: Any) -> Projector:
+    return Projector(container.pool, container.store, engine)
+
+
+def _hands(events: list[dict[str, Any]]) -> list[int]:
+    return [e["hand"] for e in events if e["type"] == "hand_started"]
+
+
+def _restricted(audit: dict[str, Any], hand: int) -> dict[str, Any]:
+    """The table's audit restricted to one hand (what the hand's audit must be, chain aside)."""
+    out = {k: v for k, v in audit.items() if k != "hash_chain"}
+    for key in _PER_HAND:
+        out[key] = [x for x in audit[key] if x["hand"] == hand]
+    return {"hand": hand, **out}
+
+
+def _check_table(
+    client: Any, headers: dict[str, str], support: dict[str, str], projector: Projector,
+    events: list[dict[str, Any]], langs: tuple[str, ...] = ("en",),
+) -> int:  # fmt: skip
+    """Every hand's settlement and audit before and after the snapshots; the hands checked."""
+    table_id = "hr-" + uuid.uuid4().hex[:12]
+    append(client, headers, table_id, events)
+    hands = _hands(events)
+    url = f"/v1/tables/{table_id}"
+    whole = {n: client.get(f"{url}/hands/{n}/settlement", headers=support) for n in hands}
+    audits = {lang: client.get(f"{url}/audit", headers={**support, "Accept-Language": lang}).json()
+              for lang in langs}  # fmt: skip
+    projector.catch_up()  # now the snapshots exist: the reads start from them
+    for n in hands:
+        fast = client.get(f"{url}/hands/{n}/settlement", headers=support)
+        assert (fast.status_code, fast.content) == (whole[n].status_code, whole[n].content), n
+        for lang in langs:
+            got = client.get(f"{url}/hands/{n}/audit", headers={**support, "Accept-Language": lang})
+            assert got.status_code == 200, got.text
+            body = got.json()
+            chain = body.pop("hash_chain")
+            assert body == _restricted(audits[lang], n), (n, lang)
+            assert chain["ok"] is True and chain["first_broken"] is None and chain["events_checked"] >= 1
+    return len(hands)
+
+
+@pytest.mark.parametrize("path", stream_files(), ids=lambda p: Path(p).stem)
+def test_conformance_and_golden_streams_every_hand(
+    client: Any, platform: dict[str, str], support: dict[str, str], projector: Projector, path: Path
+) -> None:
+    events = load(path)
+    if not _hands(events) or "error" in expectation(path):
+        pytest.skip("no hand in this stream, or the store refuses it (an expected error)")
+    assert _check_table(client, platform, support, projector, events, langs=("en", "zh")) >= 1
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13, 14])
+def test_simulated_multi_hand_tables_every_hand(
+    client: Any, platform: dict[str, str], support: dict[str, str], projector: Projector, seed: int
+) -> None:
+    assert _check_table(client, platform, support, projector, simulated(seed, 6)) == 6
+
+
+def test_a_report_made_hands_later_is_in_its_hands_audit(
+    client: Any, platform: dict[str, str], support: dict[str, str], projector: Projector
+) -> None:
+    for seed in range(300, 500):
+        events = simulated(seed, 4)
+        reports = [i for i, e in enumerate(events) if e["type"] == "settlement_reported" and e["hand"] == 1]
+        if reports:
+            break
+    report = events.pop(reports[0])
+    third = next(i for i, e in enumerate(events) if e["type"] == "hand_started" and e["hand"] == 3)
+    events.insert(third + 3, report)  # reported for hand 1 during hand 3
+    table_id = "hr-" + uuid.uuid4().hex[:12]
+    append(client, platform, table_id, events)
+    projector.catch_up()
+    audit = client.get(f"/v1/tables/{table_id}/audit", headers=support).json()
+    one = client.get(f"/v1/tables/{table_id}/hands/1/audit", headers=support).json()
+    assert [s["reported_event"] for s in one["settlements"]] == [third + 4]
+    one.pop("hash_chain")
+    assert one == _restricted(audit, 1)
+
+
+def test_the_fold_starts_at_the_hands_snapshot_and_stops_before_the_next(
+    client: Any, container: Any, platform: dict[str, str], projector: Projector, tenant: str
+) -> None:
+    from services.api.hand_reads import hand_events
+
+    events = simulated(21, 8)
+    table_id = "hr-" + uuid.uuid4().hex[:12]
+    append(client, platform, table_id, events)
+    starts = [i for i, e in enumerate(events, start=1) if e["type"] == "hand_started"]
+    before = hand_events(container, tenant, table_id, 4, len(events))
+    assert (before.start, before.events[0][0], before.last) == (0, 1, len(events))  # no snapshot yet
+    projector.catch_up()
+    stored = [decode(r.body) for r in container.store.read_table(tenant, table_id, 0, len(events))]
+    for n, first in enumerate(starts, start=1):
+        got = hand_events(container, tenant, table_id, n, len(events))
+        last = starts[n] - 1 if n < len(starts) else len(events)
+        assert (got.start, got.first, got.events[0][0], got.last) == (first, first, first, last)
+        fold = container.engine
+        whole = fold.initial()
+        for e in stored[:last]:  # the stored events (table_opened with its rules pinned) from event 1
+            whole = fold.replay(whole, e)
+        assert fold.encode_state(got.final(fold)) == fold.encode_state(whole)
+    assert hand_events(container, tenant, table_id, len(starts) + 1, len(events)).first is None
+
+
+def test_a_hand_that_never_started_and_the_roles(
+    client: Any, platform: dict[str, str], support: dict[str, str], make_key: Any
+) -> None:
+    table_id = "hr-" + uuid.uuid4().hex[:12]
+    append(client, platform, table_id, simulated(3, 2))
+    url = f"/v1/tables/{table_id}/hands"
+    missing = client.get(f"{url}/3/audit", headers=support)
+    assert missing.status_code == 404 and "hand 3" in missing.json()["message"]
+    assert client.get(f"{url}/1/audit", headers=platform).status_code == 403  # support only
+    stranger = make_key("other-" + uuid.uuid4().hex[:6], "support")
+    other = client.get(f"{url}/1/audit", headers=stranger)
+    nowhere = client.get(f"/v1/tables/hr-none-{uuid.uuid4().hex[:6]}/hands/1/audit", headers=stranger)
+    assert other.status_code == nowhere.status_code == 404
+    assert other.json()["error"] == nowhere.json()["error"]
+    for bad in ("0", "x", str(2**40)):
+        r = client.get(f"{url}/{bad}/audit", headers=support)
+        assert r.status_code == 422 and "hand" in r.text, bad
+        r = client.get(f"{url}/{bad}/settlement", headers=support)
+        assert r.status_code == 422 and "hand" in r.text, bad
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_recorded_violations_every_hand(
+    client: Any, platform: dict[str, str], support: dict[str, str], projector: Projector, seed: int
+) -> None:
+    from tests.projections.helpers import violating
+
+    events, codes = violating(seed, 4)
+    assert codes  # the table does record violations
+    assert _check_table(client, platform, support, projector, events, langs=("en", "zh")) >= 2
