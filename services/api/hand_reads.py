@@ -14,7 +14,7 @@ import msgspec
 from fastapi import APIRouter, Depends, Header, Path, Response
 from starlette.concurrency import run_in_threadpool
 
-from services.api import schemas
+from services.api import read_schemas, schemas
 from services.api.deps import TableId, get_container, get_principal
 from services.bootstrap import Container
 from services.db import reading
@@ -44,6 +44,7 @@ def hand_events(container: Container, tenant: str, table_id: str, hand: int, hea
     "/{table_id}/hands/{hand}/audit",
     operation_id="read-hand_audit",
     summary="Every ruling of one hand (the table's audit restricted to it)",
+    responses=read_schemas.responses(read_schemas.HandAuditAnswer),
 )
 async def hand_audit(
     table_id: TableId,
