@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from sqlalchemy import select
+from sqlalchemy import case, null, select
 
 from domain.engine import Replayer
 from domain.events import Event, HandStarted, decode
@@ -59,9 +59,10 @@ class HandSpan(msgspec.Struct, frozen=True, kw_only=True):
 
 def locate(conn: Connection, tenant: str, table_id: str, hand: int) -> HandSpan:
     """The :class:`HandSpan` of the tenant's table's hand ``hand``: at most two snapshot rows, read
-    backwards on the snapshots' key (tenant, table_id, version)."""
+    backwards on the snapshots' key (tenant, table_id, version); only the start's state is sent."""
+    state = case((snapshots.c.hand == hand + 1, null()), else_=snapshots.c.state)  # not the next hand's
     stmt = (
-        select(snapshots.c.version, snapshots.c.hand, snapshots.c.state)
+        select(snapshots.c.version, snapshots.c.hand, state)
         .where(snapshots.c.tenant == tenant, snapshots.c.table_id == table_id, snapshots.c.hand <= hand + 1)
         .order_by(snapshots.c.version.desc())
         .limit(2)
