@@ -165,3 +165,35 @@ def test_recorded_violations_every_hand(
     events, codes = violating(seed, 4)
     assert codes  # the table does record violations
     assert _check_table(client, platform, support, projector, events, langs=("en", "zh")) >= 2
+
+
+def test_a_changed_event_breaks_its_hands_chain_only(
+    client: Any, platform: dict[str, str], support: dict[str, str], projector: Projector, database_url: str
+) -> None:
+    import psycopg
+
+    events = simulated(31, 3)
+    table_id = "hr-" + uuid.uuid4().hex[:12]
+    append(client, platform, table_id, events)
+    projector.catch_up()
+    starts = [i for i, e in enumerate(events, start=1) if e["type"] == "hand_started"]
+    changed = starts[1] + 3  # an event of hand 2
+    with psycopg.connect(database_url) as owner:
+        owner.execute("ALTER TABLE events DISABLE TRIGGER events_immutable")
+        owner.execute(
+            "UPDATE events SET body = jsonb_set(body, '{at}', '\"2020-01-01T00:00:00Z\"') "
+            "WHERE table_id = %s AND version = %s",
+            (table_id, changed),
+        )
+        owner.execute("ALTER TABLE events ENABLE TRIGGER events_immutable")
+    url = f"/v1/tables/{table_id}"
+    chains = [client.get(f"{url}/hands/{n}/audit", headers=support).json()["hash_chain"] for n in (1, 2, 3)]
+    assert [c["ok"] for c in chains] == [True, False, True]
+    assert (
+        chains[1]["first_broken"]["version"] == changed
+        and "hash mismatch" in chains[1]["first_broken"]["reason"]
+    )
+    assert chains[1]["events_checked"] == changed - starts[1] + 1  # up to the changed one, as kwx verify
+    assert chains[0]["events_checked"] == starts[1] - starts[0]
+    whole = client.get(f"{url}/audit", headers=support).json()["hash_chain"]
+    assert whole["ok"] is False and whole["first_broken"]["version"] == changed
