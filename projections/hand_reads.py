@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HandEvents", "HandSpan", "load", "locate"]
 
+_MAX_HAND = 2**31 - 1  # the snapshots' hand column is an int4
+
 
 class HandSpan(msgspec.Struct, frozen=True, kw_only=True):
     """Where hand ``hand``'s fold starts and ends, from the snapshots read model."""
@@ -60,10 +62,11 @@ class HandSpan(msgspec.Struct, frozen=True, kw_only=True):
 def locate(conn: Connection, tenant: str, table_id: str, hand: int) -> HandSpan:
     """The :class:`HandSpan` of the tenant's table's hand ``hand``: at most two snapshot rows, read
     backwards on the snapshots' key (tenant, table_id, version); only the start's state is sent."""
-    state = case((snapshots.c.hand == hand + 1, null()), else_=snapshots.c.state)  # not the next hand's
+    following = min(hand + 1, _MAX_HAND)  # a hand beyond the column's range: none follows, none is
+    state = case((snapshots.c.hand == following, null()), else_=snapshots.c.state)  # (only the start's)
     stmt = (
         select(snapshots.c.version, snapshots.c.hand, state)
-        .where(snapshots.c.tenant == tenant, snapshots.c.table_id == table_id, snapshots.c.hand <= hand + 1)
+        .where(snapshots.c.tenant == tenant, snapshots.c.table_id == table_id, snapshots.c.hand <= following)
         .order_by(snapshots.c.version.desc())
         .limit(2)
     )

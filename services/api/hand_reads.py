@@ -48,7 +48,7 @@ def hand_events(container: Container, tenant: str, table_id: str, hand: int, hea
 )
 async def hand_audit(
     table_id: TableId,
-    hand: Annotated[int, Path(ge=1, le=2**31 - 1, description="the hand's number (1, 2, …)")],
+    hand: Annotated[int, Path(ge=1, description="the hand's number (1, 2, …)")],
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
     accept_language: Annotated[str | None, Header()] = None,

@@ -258,7 +258,7 @@ def _derivation(settlement: Any, events: dict[int, Any], rulings: Any = ()) -> d
 )
 def hand_settlement(
     table_id: TableId,
-    hand: Annotated[int, Path(ge=1, le=2**31 - 2, description="the hand's number (1, 2, …)")],
+    hand: Annotated[int, Path(ge=1, description="the hand's number (1, 2, …)")],
     request: Request,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
