@@ -10,18 +10,26 @@ PYTEST_ARGS ?=
 
 .PHONY: run test test-under-load lint bench openapi clean install
 
+# The first `make run` / `make test` on a machine says what it does, shows pip's own progress and
+# prints how long it took (about a minute); later runs skip this until pyproject.toml changes.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
-	touch $(STAMP)
+	@echo "kwx: [1/2] making the virtualenv $(VENV) and installing kwx with its packages (once; about a minute)"
+	@start=$$(date +%s) && \
+	  $(PYTHON) -m venv $(VENV) && \
+	  $(BIN)/pip install --quiet --upgrade pip && \
+	  $(BIN)/pip install --progress-bar on --no-color -e '.[dev,bench]' && \
+	  echo "kwx: [1/2] installed in $$(( $$(date +%s) - start )) s"
+	@touch $(STAMP)
 
 # The rules engine compiled with mypyc (services/compiled_engine.py), rebuilt when domain/ changes;
 # used only while it matches the sources. Without a C compiler the engine stays interpreted.
 COMPILED := $(VENV)/.compiled
 $(COMPILED): $(STAMP) $(wildcard domain/*.py) services/compiled_engine.py
-	$(BIN)/python -m services.compiled_engine build || echo "kwx: the rules engine stays interpreted"
-	touch $(COMPILED)
+	@echo "kwx: [2/2] compiling the rules engine with mypyc (once per change of domain/; about a minute)"
+	@start=$$(date +%s); \
+	  $(BIN)/python -m services.compiled_engine build || echo "kwx: the rules engine stays interpreted"; \
+	  echo "kwx: [2/2] done in $$(( $$(date +%s) - start )) s"
+	@touch $(COMPILED)
 
 install: $(STAMP) $(COMPILED)
 

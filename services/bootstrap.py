@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from psycopg_pool import ConnectionPool
 
 from services.engine_adapter import Engine, load_engine
-from services.settings import Settings
+from services.settings import Settings, SettingsError
 from services.store.events import EventStore
 from services.store.keys import KeyStore
 
@@ -67,13 +67,54 @@ class Container:
         self.pool.close()
 
 
-def database_url(settings: Settings) -> str:
-    """DATABASE_URL when set, else the embedded PostgreSQL under KWX_DATA_DIR (started if needed)."""
+class NoDatabase(SettingsError):
+    """No embedded database where KWX_DATA_DIR points, and the command may not create one."""
+
+
+def embedded_exists(settings: Settings) -> bool:
+    return (settings.data_dir.resolve() / "pg" / "PG_VERSION").is_file()
+
+
+def database_url(settings: Settings, *, create: bool = True) -> str:
+    """DATABASE_URL when set, else the embedded PostgreSQL under KWX_DATA_DIR (started if needed;
+    created if missing only with ``create``: else :class:`NoDatabase`, which says what to do)."""
     if settings.database_url:
         return settings.database_url
     from services.db import embedded_url
 
+    if not create and not embedded_exists(settings):
+        raise NoDatabase(
+            f"no kwx database in {settings.data_dir.resolve()} (KWX_DATA_DIR, default .kwx of the current "
+            "folder): run this command from the folder where `kwx serve` / `make run` runs, or set "
+            "KWX_DATA_DIR or DATABASE_URL; --init creates a new, empty database here"
+        )
     return embedded_url(settings.data_dir)
+
+
+def where(settings: Settings, url: str) -> str:
+    """Which database a command uses, for a person: the embedded one's folder, or DATABASE_URL's
+    host and database (never its password)."""
+    from services.db import describe
+
+    if settings.database_url:
+        return f"{describe(url)} (DATABASE_URL)"
+    return f"embedded PostgreSQL in {settings.data_dir.resolve() / 'pg'} ({describe(url)})"
+
+
+def command_database(settings: Settings, command: str, *, init: bool = False) -> str:
+    """The database URL for the CLI command ``command`` (keys, migrate, verify, projections): on
+    stderr, which database it is; an embedded database is created only with ``init`` (``--init``),
+    so a command run from another folder never builds a new, empty one silently. Said once the
+    database answers: one that does not is the CLI's one-line ``cannot connect`` error alone."""
+    import sys
+
+    import psycopg
+
+    created = not settings.database_url and not embedded_exists(settings)
+    url = database_url(settings, create=init)
+    psycopg.connect(url, connect_timeout=10).close()
+    print(f"kwx {command}: {'created ' if created else ''}database {where(settings, url)}", file=sys.stderr)
+    return url
 
 
 def bootstrap(settings: Settings | None = None, *, url: str | None = None, migrate: bool = True) -> Container:

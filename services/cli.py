@@ -17,10 +17,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "run the HTTP service (embedded PostgreSQL unless DATABASE_URL is set)"),
     "migrate": ("migrate", "apply the database migrations"),
     "keys": ("keys", "manage API keys: kwx keys create --tenant NAME --role ROLE / list / revoke KEY_ID"),
-    "verify": ("verify", "check the hash chain of every table and report the first broken link"),
+    "verify": ("verify", "check every table's hash chain; --file EXPORT checks an export offline"),
     "score": ("score", "score winning hands read as JSON lines"),
     "settle": ("settle", "settle a stream of events read as JSON lines"),
     "simulate": ("simulate", "write simulated, legal table streams"),
+    "push": ("push", "send JSON-lines streams to a running kwx in batches, resuming where a table stands"),
     "projections": ("projections", "rebuild read models: kwx projections rebuild [NAME]"),
     "openapi": ("openapi", "print the OpenAPI document of the service"),
 }

@@ -119,6 +119,7 @@ def build(target: Path | None = None) -> int:
         shutil.copytree(SOURCES, work / "domain", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
         sources = manifest(work / "domain")
         command = [str(mypyc), *(f"domain/{name}.py" for name in COMPILED)]
+        print(f"kwx: mypyc: {len(COMPILED)} modules ({', '.join(COMPILED)})", flush=True)
         done = subprocess.run(command, cwd=work, capture_output=True, text=True)
         if done.returncode != 0:
             print(f"kwx: mypyc failed ({done.returncode}); the engine stays interpreted:\n"

@@ -43,3 +43,17 @@ def current(url: str) -> str | None:
             return None
         row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
         return row[0] if row else None
+
+
+_HEADS: tuple[str, ...] | None = None
+
+
+def heads() -> tuple[str, ...]:
+    """The revisions at the head of ``migrations/`` (one, unless the history branches), read once:
+    the schema this code expects (``/v1/health/ready`` compares the database's with it)."""
+    global _HEADS
+    if _HEADS is None:
+        from alembic.script import ScriptDirectory
+
+        _HEADS = tuple(sorted(ScriptDirectory.from_config(_config("", "kwx_app")).get_heads()))
+    return _HEADS

@@ -68,6 +68,7 @@ class Settings:
     projector_watchdog: float = 120.0
     shutdown_grace: int = 10  # after SIGTERM: how long requests in flight may take (a slow upload …)
     workers: int | None = None  # `kwx serve` uvicorn workers; None: serving_workers() decides
+    ready_max_lag: float = 60.0  # /v1/health/ready: not ready while the read models lag more (seconds)
 
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
@@ -97,6 +98,8 @@ class Settings:
             raise ValueError(f"KWX_SHUTDOWN_GRACE={self.shutdown_grace}: expected whole seconds, at least 1")
         if not self.projector_watchdog >= 0:  # (NaN too)
             raise ValueError(f"KWX_PROJECTOR_WATCHDOG={self.projector_watchdog}: expected seconds, 0 or more")
+        if not self.ready_max_lag > 0:  # (NaN too)
+            raise ValueError(f"KWX_READY_MAX_LAG={self.ready_max_lag}: expected seconds, more than 0")
 
     def serving_workers(self) -> int:
         """``KWX_WORKERS`` if set, else one worker per core (ingest is CPU-bound and one interpreter
@@ -144,6 +147,7 @@ class Settings:
             projector_watchdog=float(env.get("KWX_PROJECTOR_WATCHDOG") or 120),
             shutdown_grace=_whole_seconds("KWX_SHUTDOWN_GRACE", env.get("KWX_SHUTDOWN_GRACE") or "10"),
             workers=int(env["KWX_WORKERS"]) if env.get("KWX_WORKERS") else None,
+            ready_max_lag=float(env.get("KWX_READY_MAX_LAG") or 60),
         )
 
 

@@ -21,11 +21,18 @@ VECTORS: list[dict[str, Any]] = [
 
 
 def kwx_score(
-    lines: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    lines: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    exit_code: int | None = 0,
 ) -> list[Any]:
+    """``kwx score`` on ``lines`` via stdin: the result lines; the exit code must be ``exit_code``
+    (None: 1 when some result is an unreadable line's error, else 0)."""
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(lines) + "\n"))
-    assert main(["score"]) == 0
-    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    code = main(["score"])
+    results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    if exit_code is None:
+        exit_code = 1 if any(r.get("error", {}).get("unreadable") for r in results) else 0
+    assert code == exit_code
+    return results
 
 
 def check(vector: dict[str, Any], result: dict[str, Any]) -> None:
@@ -109,9 +116,11 @@ def test_bad_input_is_an_error_line_naming_the_field(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     line = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
-    (result,) = kwx_score([json.dumps(line)], monkeypatch, capsys)
+    (result,) = kwx_score([json.dumps(line)], monkeypatch, capsys, exit_code=None)
     assert result["error"]["field"] == field
     assert words in result["error"]["message"]
+    # a hand that does not win is an answer (exit 0); anything else is a line kwx could not read
+    assert result["error"].get("unreadable", False) is (words != "not a winning hand")
 
 
 def test_every_line_answered_in_order_and_unknown_keys_ignored(
@@ -124,13 +133,20 @@ def test_every_line_answered_in_order_and_unknown_keys_ignored(
         "",
         json.dumps(GOOD),
     ]
-    results = kwx_score(lines, monkeypatch, capsys)
+    results = kwx_score(lines, monkeypatch, capsys, exit_code=1)  # the broken line: exit 1
     assert len(results) == 3
     assert results[0]["multiplier"] == 2 and results[2]["multiplier"] == 2
     assert "invalid JSON" in results[1]["error"]["message"]
     assert results[0]["decomposition"] == "456p 123s 789s CCC 55p"
     assert results[0]["patterns"] == [{"id": "ka_wu_xing", "x": 2, "detail": "5p in 4-5-6p"}]
     assert set(results[0]) >= {"capped", "min_required", "shu_kan", "cap_note"}
+
+
+def test_a_file_that_cannot_be_opened_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["score", str(tmp_path / "missing.jsonl")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    (tmp_path / "latin1.jsonl").write_bytes(b"\xff\xfe{}")
+    assert main(["score", str(tmp_path / "latin1.jsonl")]) == 2
 
 
 def test_rules_default_to_the_default_preset(

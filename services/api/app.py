@@ -27,7 +27,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from services.api import discovery, hand_reads, health, read, read_schemas, stats, tables
+from services.api import discovery, export, hand_reads, health, read, read_schemas, stats, tables
 from services.api.answers import error_answer, retry_after
 from services.api.gate import ReadGate
 from services.bootstrap import Container
@@ -78,6 +78,7 @@ def create_app(
     app.include_router(read.router)  # projections (issue 4): state, settlement, audit
     app.include_router(hand_reads.router)  # issue 13: a hand's audit, from the hand's snapshot
     app.include_router(stats.router)  # projections (issue 4): stats, ledger, leaderboard, discrepancies
+    app.include_router(export.router)  # issue 13: verifiable exports, a hand's dispute report
     read_schemas.install(app)  # issue 13: the read answers' schemas in the OpenAPI document
     _install_error_handlers(app)
     app.add_middleware(ReadGate)  # reads take turns, fairly by tenant; a backlog is a quick 503

@@ -1,8 +1,9 @@
 """The append's body, read and decoded before anything is stored: the declared Content-Type
-(``415``), the length (``413``, as soon as it passes the limit), the time it takes to arrive
-(``408``), the JSON (``400``), the shape of every event (``422 malformed``, naming the JSON path) and
-its admission as a new event (``422 bad_rules`` and friends; ``domain.admission``). Pure of the
-store: the routes (services/api/tables.py) call these in this order, then the store.
+(``415``; ``application/json``, or one event per line as ``application/x-ndjson``), the length
+(``413``, as soon as it passes the limit), the time it takes to arrive (``408``), the JSON
+(``400``), the shape of every event (``422 malformed``, naming the JSON path, and for JSON lines
+the line) and its admission as a new event (``422 bad_rules`` and friends; ``domain.admission``).
+Pure of the store: the routes (services/api/tables.py) call these in this order, then the store.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any
+from urllib.parse import parse_qs
 
 import msgspec
 from msgspec import Meta
@@ -39,32 +41,135 @@ class AppendBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 _decoder = msgspec.json.Decoder(AppendBody)
+_event_decoder = msgspec.json.Decoder(Event)
+
+NDJSON_TYPES = ("application/x-ndjson", "application/jsonl")
+"""JSON lines: one event per line, ``expected_version`` in the query (CONTRACT.md §3)."""
 
 
-async def read_append(headers: Mapping[str, str], receive: Receive, settings: Settings) -> AppendBody:
+class Append(msgspec.Struct, frozen=True):
+    """A decoded append: the body, and for a JSON-lines body each event's line number (1-based;
+    errors about an event name its line)."""
+
+    body: AppendBody
+    lines: list[int] | None = None
+
+    def line_of(self, index: object) -> int | None:
+        if self.lines is None or not isinstance(index, int) or not 0 <= index < len(self.lines):
+            return None
+        return self.lines[index]
+
+
+async def read_append(
+    headers: Mapping[str, str], receive: Receive, settings: Settings, query: str = ""
+) -> Append:
     """The append's body from the request, checked in this order: Content-Type, length and arrival
-    (:func:`read_body`), decoding and admission (:func:`decode_append`), the batch's size."""
-    check_content_type(headers.get("content-type"))
+    (:func:`read_body`), decoding and admission (:func:`decode_append` or :func:`decode_ndjson`),
+    the batch's size. ``query`` is the request's raw query string."""
+    kind = check_content_type(headers.get("content-type"))
+    expected = _expected_in_query(query)
+    if kind == "json" and expected is not None:
+        raise Malformed(
+            "expected_version goes in the JSON body (the query parameter is for application/x-ndjson bodies)",
+            field="query.expected_version",
+        )
     raw = await read_body(
         receive, headers.get("content-length"), settings.max_body_bytes, settings.body_timeout
     )
-    body = decode_append(raw)
-    if len(body.events) > settings.max_batch:
-        raise BatchTooLarge(
-            f"{len(body.events)} events in one batch; at most {settings.max_batch}", limit=settings.max_batch
-        )
-    return body
+    append = Append(decode_append(raw)) if kind == "json" else decode_ndjson(raw, expected)
+    count = len(append.body.events)
+    if count > settings.max_batch:
+        limit = settings.max_batch
+        raise BatchTooLarge(f"{count} events in one batch; at most {limit}", limit=limit)
+    return append
 
 
-def check_content_type(declared: str | None) -> None:
-    """The body is JSON: a declared Content-Type must say so (none at all is taken as JSON)."""
+def check_content_type(declared: str | None) -> str:
+    """``"json"`` or ``"ndjson"``: a declared Content-Type must say JSON (none at all is taken as
+    JSON) or JSON lines."""
     if declared is None:
-        return
+        return "json"
     media = declared.split(";", 1)[0].strip().lower()
+    if media in NDJSON_TYPES:
+        return "ndjson"
     if media != "application/json" and not (media.startswith("application/") and media.endswith("+json")):
         raise UnsupportedMediaType(
-            f"Content-Type {declared[:100]!r}: send the body as application/json", field="header.content-type"
+            f"Content-Type {declared[:100]!r}: send the body as application/json (or one event per line "
+            "as application/x-ndjson)",
+            field="header.content-type",
         )
+    return "json"
+
+
+def _expected_in_query(query: str) -> int | None:
+    """``expected_version`` of the query string, if given: a whole number 0…2**62."""
+    if "expected_version" not in query:
+        return None
+    values = parse_qs(query, keep_blank_values=True).get("expected_version")
+    if not values:
+        return None
+    text = values[-1].strip()
+    if len(values) > 1 or not text.isdigit() or int(text) > MAX_VERSION:
+        raise Malformed(
+            f"expected_version must be one whole number 0…{MAX_VERSION} (got {values[-1][:40]!r})",
+            field="query.expected_version",
+        )
+    return int(text)
+
+
+def decode_ndjson(raw: bytes, expected: int | None) -> Append:
+    """A JSON-lines body: each non-blank line one event, decoded and admitted as in
+    :func:`decode_append`; an error names the line (``line``, 1-based, and ``index``, the event's
+    place in the batch). Each line is decoded on its own, so a line can never reach another."""
+    events: list[Event] = []
+    lines: list[int] = []
+    for number, line in enumerate(raw.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        index = len(events)
+        try:
+            events.append(_event_decoder.decode(line))
+        except msgspec.ValidationError as exc:
+            text = str(exc)
+            inner = _field_of(text) or "$"
+            path = f"$.events[{index}]{inner[1:]}"
+            bad = _BASE_FIELD.match(path)
+            if bad is not None:
+                error = _bad_rules_at(b'{"events":[' + line + b"]}", 0, bad[2], text)
+                error.extra["index"] = index
+                raise _with_line(error, number) from None
+            raise _with_line(Malformed(explain(text), field=path, index=index), number) from None
+        except msgspec.DecodeError as exc:
+            raise Malformed(f"line {number} is not one JSON object: {exc}", field=f"$.events[{index}]",
+                            index=index, line=number) from None  # fmt: skip
+        except RecursionError:
+            raise Malformed(f"line {number} is nested too deeply", field=f"$.events[{index}]", index=index,
+                            line=number) from None  # fmt: skip
+        lines.append(number)
+    if not events:
+        raise Malformed("no events: send one JSON event per line", field="$.events")
+    body = AppendBody(events=events, expected_version=expected)
+    append = Append(body, lines)
+    try:
+        _check_events(body, raw)
+    except (Malformed, BadRules) as error:
+        index = error.extra.get("index")
+        if index is None and (at := _EVENT_AT.match(str(error.extra.get("field", "")))) is not None:
+            index = int(at[1])
+        line = append.line_of(index)
+        if line is not None:
+            raise _with_line(error, line) from None
+        raise
+    return append
+
+
+def _with_line(error: Malformed | BadRules, line: int) -> Malformed | BadRules:
+    """``error`` naming the JSON-lines body's line ``line``: in ``line`` and in the message."""
+    error.extra["line"] = line
+    error.message = f"line {line}: {error.message}"
+    if isinstance(error.extra.get("message_zh"), str):
+        error.extra["message_zh"] = f"第{line}行：{error.extra['message_zh']}"
+    return error
 
 
 async def read_body(receive: Receive, declared: str | None, limit: int, timeout: float = 30.0) -> bytes:
@@ -103,6 +208,7 @@ def _field_of(message: str) -> str | None:
     return message.split(marker, 1)[1].rstrip("`") if marker in message else None
 
 
+_EVENT_AT = re.compile(r"^\$\.events\[([0-9]+)\]")
 _BASE_FIELD = re.compile(r"^\$\.events\[([0-9]+)\]\.(base|rules)$")
 
 
@@ -124,6 +230,13 @@ def decode_append(raw: bytes) -> AppendBody:
         raise BadRequest(f"body is not valid JSON: {exc}", field="$") from None
     except RecursionError:
         raise Malformed("body nested too deeply", field="$") from None
+    _check_events(body, raw)
+    return body
+
+
+def _check_events(body: AppendBody, raw: bytes) -> None:
+    """What every decoded batch must pass before it is stored: no NUL in any text, and each event
+    admitted as a new event (``domain.admission``)."""
     if b"\\u0000" in raw:  # PostgreSQL text cannot hold NUL: name the field instead of failing later
         for i, event in enumerate(body.events):
             path = _nul_path(msgspec.to_builtins(event), f"$.events[{i}]")
@@ -142,7 +255,6 @@ def decode_append(raw: bytes) -> AppendBody:
                 f"{refusal.message} - at `{path}`", field=path, index=i, event_id=event.id,
                 allowed=refusal.allowed, message_zh=refusal.message_zh,
             )  # fmt: skip
-    return body
 
 
 def _bad_rules_at(raw: bytes, index: int, name: str, text: str) -> BadRules:

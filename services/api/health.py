@@ -2,6 +2,12 @@
 are (``projections``: caught up, or how long ago the oldest event they lack was recorded; how many
 events are parked — a count only, no tenant or table; which checkpoints are stale).
 
+``/v1/health/live`` and ``/v1/health/ready`` (issue 15): liveness (the process answers; no database
+call, so a slow database never gets a healthy process restarted) and readiness (the database
+answers, its schema is at this code's migration head, the read models lag less than
+``KWX_READY_MAX_LAG`` seconds and no checkpoint is stale): what a load balancer or an orchestrator
+asks before it sends traffic. Neither needs a key, and neither names a tenant or a table.
+
 ``/v1/projections/parked``: a tenant's own parked events (support or platform key), never another
 tenant's."""
 
@@ -41,6 +47,86 @@ def health(container: Annotated[Container, Depends(get_container)]) -> JSONRespo
         status, error = error_answer(exc)
         message = error["message"] if status == 503 else "the database does not answer; retry"
         body.update(status="unavailable", database="unreachable", error="unavailable", message=message)
+        return JSONResponse(body, status_code=503, headers={"Retry-After": RETRY_AFTER[1].decode()})
+    return JSONResponse(body)
+
+
+@router.get(
+    "/health/live",
+    operation_id="health-live",
+    summary="Liveness: the process answers",
+    response_model=schemas.Live,
+)
+def live() -> JSONResponse:
+    return JSONResponse({"status": "ok"})
+
+
+def _schema_revision(conn: Any) -> str | None:
+    """The database's revision; None before any migration, or before 0010 (the revision that lets
+    the service's role read ``alembic_version``: a schema it can't read is behind this code)."""
+    row = conn.execute(
+        "SELECT coalesce(has_table_privilege(to_regclass('alembic_version'), 'SELECT'), false)"
+    ).fetchone()
+    if not row or not row[0]:
+        return None
+    found = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    return str(found[0]) if found else None
+
+
+def _revision_state(found: str | None, expected: tuple[str, ...]) -> str:
+    """ok / behind / ahead / unknown: revisions are zero-padded numbers (0001, 0002, …)."""
+    if found in expected:
+        return "ok"
+    if found is None:
+        return "behind"
+    try:
+        return "ahead" if int(found) > max(int(h) for h in expected) else "behind"
+    except ValueError:
+        return "unknown"
+
+
+@router.get(
+    "/health/ready",
+    operation_id="health-ready",
+    summary="Readiness: database, schema and read models",
+    response_model=schemas.Ready,
+    responses={503: {"model": schemas.Ready, "description": "not ready: `reasons` says why (Retry-After)"}},
+)
+def ready(container: Annotated[Container, Depends(get_container)]) -> JSONResponse:
+    from services import migrate
+
+    expected = migrate.heads()
+    max_lag = container.settings.ready_max_lag
+    checks: dict[str, Any] = {"database": "ok", "migrations": None, "schema_revision": None,
+                              "expected_revision": ",".join(expected), "projections": None,
+                              "lag_seconds": None, "max_lag_seconds": max_lag}  # fmt: skip
+    reasons: list[str] = []
+    try:
+        with container.pool.connection(timeout=2.0) as conn:
+            found = _schema_revision(conn)
+            freshness = Freshness()(conn)
+    except Exception as exc:
+        error_answer(exc)  # logs the fault; the driver's text is not repeated to a keyless caller
+        checks["database"] = "unreachable"
+        reasons.append("the database does not answer")
+    else:
+        checks["schema_revision"] = found
+        checks["migrations"] = state = _revision_state(found, expected)
+        if state != "ok":
+            reasons.append(f"the database's schema is {state} (at {found or 'none'}, this code expects "
+                           f"{checks['expected_revision']}): run kwx migrate")  # fmt: skip
+        checks["lag_seconds"] = lag = freshness["lag_seconds"]
+        if freshness["stale"]:
+            checks["projections"] = "stale"
+            names = ", ".join(freshness["stale"])
+            reasons.append(f"stale read models ({names}): run kwx projections rebuild")
+        elif lag > max_lag:
+            checks["projections"] = "lagging"
+            reasons.append(f"the read models lag {lag:.1f} s, more than KWX_READY_MAX_LAG={max_lag:g}")
+        else:
+            checks["projections"] = "ok"
+    body = {"status": "not_ready" if reasons else "ready", "reasons": reasons, "checks": checks}
+    if reasons:
         return JSONResponse(body, status_code=503, headers={"Retry-After": RETRY_AFTER[1].decode()})
     return JSONResponse(body)
 

@@ -126,6 +126,30 @@ class Health(BaseModel):
     )
 
 
+class Live(BaseModel):
+    status: str = Field(description='"ok": the process answers (it does not look at the database)')
+
+
+class ReadyChecks(BaseModel):
+    database: str = Field(description='"ok", or "unreachable"')
+    migrations: str | None = Field(
+        None, description='"ok" (at the head this code expects), or "behind" / "ahead" / "unknown"'
+    )
+    schema_revision: str | None = Field(None, description="the database's revision (alembic_version)")
+    expected_revision: str = Field(description="the revision at the head of this code's migrations")
+    projections: str | None = Field(
+        None, description='"ok" (lag within max_lag_seconds, no stale checkpoint), or "lagging" / "stale"'
+    )
+    lag_seconds: float | None = Field(None, description="as in /v1/health's projections")
+    max_lag_seconds: float = Field(description="KWX_READY_MAX_LAG: the bound on lag_seconds")
+
+
+class Ready(BaseModel):
+    status: str = Field(description='"ready", or "not_ready" (then 503 with Retry-After)')
+    reasons: list[str] = Field(description="why not ready: one line each, for an operator")
+    checks: ReadyChecks
+
+
 ERROR_STATUSES: dict[int, str] = {
     400: "bad_request: the body is not JSON, or bad framing (Content-Length, Transfer-Encoding)",
     401: "unauthorized: no `Authorization: Bearer KEY`, or an unknown or revoked key",

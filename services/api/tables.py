@@ -30,6 +30,7 @@ from services.api.deps import (
     require_role,
 )
 from services.bootstrap import Container
+from services.errors import ServiceError
 from services.logs import get_logger
 from services.store import fast
 from services.store.keys import Principal
@@ -54,8 +55,22 @@ _APPEND_ERRORS = schemas.error_responses(400, 401, 403, 408, 409, 413, 415, 422,
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": schemas.AppendRequest.model_json_schema()}},
-        }
+            "content": {
+                "application/json": {"schema": schemas.AppendRequest.model_json_schema()},
+                "application/x-ndjson": {
+                    "schema": {"type": "string", "description": "one event object per line (blank lines "
+                               "are skipped); `expected_version` in the query; an error names its `line`"},
+                },
+            },
+        },
+        "parameters": [
+            {
+                "name": "expected_version", "in": "query", "required": False,
+                "schema": {"type": "integer", "minimum": 0, "maximum": MAX_VERSION},
+                "description": "with an application/x-ndjson body only: the table's version this batch "
+                "follows (as `expected_version` in a JSON body)",
+            },
+        ],
     },
 )
 async def append_events(
@@ -66,7 +81,9 @@ async def append_events(
 ) -> Response:
     # The documented route. Requests normally never reach it: ``FastAppend`` answers them first with
     # the same ``append`` below (``create_app`` installs it); without it, this serves them.
-    answer = await append(container, principal, table_id, request.headers, request.receive)
+    answer = await append(
+        container, principal, table_id, request.headers, request.receive, query=request.url.query
+    )
     return Response(answer, status_code=201, media_type="application/json")
 
 
@@ -77,20 +94,29 @@ async def append(
     headers: Mapping[str, str],
     receive: Receive,
     fast_path: fast.AsyncFastPath | None = None,
+    query: str = "",
 ) -> bytes:
     """Everything ``POST /v1/tables/{table_id}/events`` does after authentication, in the order
     its errors are checked; the JSON answer (201), or a ``ServiceError``. With ``fast_path`` (the
     middleware's), a batch this process's cache can place is stored from the event loop without a
-    thread hop; without it, ``EventStore.append`` on an executor thread."""
+    thread hop; without it, ``EventStore.append`` on an executor thread. ``query``: the raw query
+    string (``expected_version`` of a JSON-lines body)."""
     check_table_id(table_id)
     structlog.contextvars.bind_contextvars(table_id=table_id)
     require_role(principal, "platform")
-    body = await read_append(headers, receive, container.settings)
+    append = await read_append(headers, receive, container.settings, query)
+    body = append.body
     store, tenant, expected = container.store, principal.tenant, body.expected_version
-    if fast_path is not None:
-        result = await fast_path.append(store, tenant, table_id, expected, body.events)
-    else:
-        result = await fast.in_thread(store, tenant, table_id, expected, body.events)
+    try:
+        if fast_path is not None:
+            result = await fast_path.append(store, tenant, table_id, expected, body.events)
+        else:
+            result = await fast.in_thread(store, tenant, table_id, expected, body.events)
+    except ServiceError as error:  # an illegal event or a conflict of a JSON-lines body: its line too
+        line = append.line_of(error.extra.get("index"))
+        if line is not None:
+            error.extra["line"] = line
+        raise
     # The outcome rides on the request's one access line (services.api.app.RequestContext).
     structlog.contextvars.bind_contextvars(
         outcome="replayed" if result.replayed else "stored",
@@ -135,7 +161,9 @@ class FastAppend:
             container: Container = scope["app"].state.container
             principal = await principal_of(container, headers.get("authorization"))
             fast_path = self._fast_path(container)
-            status, answer = 201, await append(container, principal, match[1], headers, receive, fast_path)
+            query = scope.get("query_string", b"").decode("latin-1")
+            answer = await append(container, principal, match[1], headers, receive, fast_path, query)
+            status = 201
         except ClientDisconnect:
             return
         except Exception as exc:  # every failure becomes its answer, as the handlers give it

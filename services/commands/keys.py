@@ -16,6 +16,8 @@ CACHE_NOTE = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--init", action="store_true",
+                        help="create the embedded database if there is none (else: an error)")  # fmt: skip
     sub = parser.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
     create = sub.add_parser("create", help="create a key and print it (shown once; stored hashed)")
     create.add_argument("--tenant", required=True)
@@ -61,10 +63,11 @@ def run(args: argparse.Namespace) -> int:
             print("kwx keys revoke: expected a key id kwx_<12 hex> (or a whole key)", file=sys.stderr)
             return 2
 
-    from services.bootstrap import bootstrap
+    from services.bootstrap import bootstrap, command_database
     from services.settings import Settings
 
-    container = bootstrap(Settings.from_env())
+    settings = Settings.from_env()
+    container = bootstrap(settings, url=command_database(settings, "keys", init=args.init))
     try:
         if action == "create":
             print(container.keys.create(args.tenant, args.role))

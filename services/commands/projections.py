@@ -24,6 +24,8 @@ from collections.abc import Callable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--init", action="store_true",
+                        help="create the embedded database if there is none (else: an error)")  # fmt: skip
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     rebuild = sub.add_parser("rebuild", help="rebuild read models from position 0")
     rebuild.add_argument(
@@ -43,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from projections import registry
     from projections.projector import Projector
-    from services.bootstrap import bootstrap
+    from services.bootstrap import bootstrap, command_database
     from services.settings import Settings
 
     names = tuple(getattr(args, "names", None) or registry.NAMES)
@@ -53,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         message = f"unknown projection(s): {', '.join(unknown)}"
         print(json.dumps({"error": message, "known": list(registry.NAMES)}))
         return 2
-    container = bootstrap(Settings.from_env())
+    settings = Settings.from_env()
+    container = bootstrap(settings, url=command_database(settings, "projections", init=args.init))
     try:
         projector = Projector(container.pool, container.store)
         if args.action == "follow":

@@ -9,7 +9,10 @@ include the winning tile. Other top-level keys (``id``, ``expect``, …) are ign
 One output line each: ``{"patterns": [{"id", "x", "detail"}], "multiplier", "capped", "payable",
 "allowed", "min_required", "shu_kan", "cap_note", "decomposition"}``, or
 ``{"error": {"message", "field"}}`` for a line that cannot be scored (bad JSON, bad notation, bad
-rules, not a winning hand). The exit code is 0 once every line was processed.
+rules, not a winning hand). Every line is answered; the exit code is 0 when every line could be
+read (a hand that does not win is an answer, not bad input), 1 when some line could not (bad
+JSON, bad notation, bad rules: its ``error`` has ``"unreadable": true``), 2 when FILE cannot be
+opened.
 """
 
 from __future__ import annotations
@@ -25,24 +28,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    if args.file:
-        with open(args.file, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    else:
-        lines = sys.stdin.read().splitlines()
+    try:
+        if args.file:
+            with open(args.file, encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        else:
+            lines = sys.stdin.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"kwx score: cannot read {args.file or 'stdin'}: {exc}", file=sys.stderr)
+        return 2
     out = sys.stdout
+    unreadable = 0
     for line in lines:
         if line.strip():
-            out.write(score_line(line) + "\n")
+            answer = score_line(line)
+            unreadable += '"unreadable":true' in answer
+            out.write(answer + "\n")
     out.flush()
-    return 0
+    if unreadable:
+        print(f"kwx score: {unreadable} line(s) could not be read", file=sys.stderr)
+    return 1 if unreadable else 0
 
 
 class _InputError(Exception):
-    def __init__(self, message: str, field: str | None) -> None:
+    """A line that cannot be read (``unreadable``) or a hand that does not win (``unreadable`` False)."""
+
+    def __init__(self, message: str, field: str | None, *, unreadable: bool = True) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
+        self.unreadable = unreadable
 
 
 _BOOL_FLAGS = ("self_draw", "kong_draw", "last_tile", "after_kong_discard", "robbed_kong", "liang_dao")
@@ -59,7 +74,10 @@ def score_line(line: str) -> str:
             raise _InputError(f"invalid JSON: {exc}", None) from None
         result: dict[str, Any] = _score_obj(obj)
     except _InputError as exc:
-        result = {"error": {"message": exc.message, "field": exc.field}}
+        error: dict[str, Any] = {"message": exc.message, "field": exc.field}
+        if exc.unreadable:
+            error["unreadable"] = True
+        result = {"error": error}
     return msgspec.json.encode(result).decode()
 
 
@@ -172,6 +190,7 @@ def _score_obj(obj: Any) -> dict[str, Any]:
             f"{format_counts(to_counts(concealed))} + winning {name(win)} is not a winning hand "
             f"(with {len(melds)} meld(s): four sets and a pair, or seven pairs)",
             "concealed",
+            unreadable=False,
         )
     return {
         "patterns": [{"id": p.id, "x": p.x, "detail": p.detail} for p in result.patterns],

@@ -44,7 +44,6 @@ def run(args: argparse.Namespace) -> int:
 
     from services.api.app import create_app
     from services.bootstrap import bootstrap
-    from services.db import describe
     from services.settings import Settings
 
     settings = Settings.from_env()  # a bad KWX_* value: SettingsError, named by services.cli (exit 2)
@@ -55,9 +54,11 @@ def run(args: argparse.Namespace) -> int:
               "workers would run it once each: use KWX_PROJECTOR=on (a child process, the default) or "
               "off, or serve with --workers 1", file=sys.stderr)  # fmt: skip
         return 2
-    container = bootstrap(settings)  # starts the embedded PostgreSQL if needed, migrates
-    where = "DATABASE_URL" if settings.database_url else f"embedded, data in {settings.data_dir.resolve()}"
-    print(f"kwx: database {describe(container.database_url)} ({where}), migrated")
+    from services.bootstrap import embedded_exists, where
+
+    created = not settings.database_url and not embedded_exists(settings)
+    container = bootstrap(settings)  # starts the embedded PostgreSQL if needed (creates it), migrates
+    print(f"kwx: {'created ' if created else ''}database {where(settings, container.database_url)}, migrated")
     from services import compiled_engine
 
     form = "compiled with mypyc" if compiled_engine.active() else "interpreted"

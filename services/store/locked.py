@@ -161,23 +161,29 @@ def replay(
     found = {row[0]: row for row in fetch(conn, stmt)}
     if not found:
         return None
+    # Every conflict says the table's stored version (``stored_version``): a client that re-sends a
+    # stream after an interruption resumes with the events after it (``kwx push`` does).
     for i, e in enumerate(events):
         row = found.get(e.id)
         if row is not None and chain.canonical_json(row[2]) != canon[i]:
             raise IdConflict(
                 f"event id {e.id!r} is already stored (version {row[1]}) with other content",
                 index=i, event_id=e.id, version=row[1],
+                stored_version=current_version(conn, tenant, table_id),
             )  # fmt: skip
     if len(found) != len(events):
         first = next(i for i, e in enumerate(events) if e.id in found)
+        stored = current_version(conn, tenant, table_id)
         raise IdConflict(
-            "part of this batch is already stored: re-send only the events that are not",
-            index=first, event_id=events[first].id, version=found[events[first].id][1],
+            f"part of this batch is already stored: the table is at version {stored}; re-send only "
+            "the events after it",
+            index=first, event_id=events[first].id, version=found[events[first].id][1], stored_version=stored,
         )  # fmt: skip
     versions = [found[e.id][1] for e in events]
     if versions != list(range(versions[0], versions[0] + len(versions))):
+        stored = current_version(conn, tenant, table_id)
         raise IdConflict("these events are stored, but not as one batch in this order", index=0,
-                         event_id=events[0].id)  # fmt: skip
+                         event_id=events[0].id, stored_version=stored)  # fmt: skip
     rulings = [
         {"index": i, "version": found[e.id][1], **msgspec.json.decode(found[e.id][3])}
         for i, e in enumerate(events)

@@ -155,3 +155,40 @@ def test_a_database_kwx_cannot_connect_to_is_one_line_and_exit_1(
     err = capsys.readouterr().err
     assert err.startswith("kwx: cannot connect to the database: ") and "port 1" in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_commands_say_which_database_they_use(fresh_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every command that opens a database names it on stderr (never its password); stdout keeps
+    only the command's own answer (a key, a revision, JSON lines)."""
+    assert main(["migrate"]) == 0
+    err = capsys.readouterr().err
+    host_db = fresh_url.split("@", 1)[1].split("?", 1)[0]
+    assert "kwx migrate: database postgresql://" in err and host_db in err and "(DATABASE_URL)" in err
+    assert main(["keys", "create", "--tenant", "acme", "--role", "support"]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1 and "kwx keys: database postgresql://" in err
+    assert main(["verify"]) == 0
+    assert "kwx verify: database" in capsys.readouterr().err
+    assert main(["projections", "status"]) == 0
+    assert "kwx projections: database" in capsys.readouterr().err
+
+
+def test_an_embedded_database_is_made_only_with_init(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.service.test_serve import _stop_embedded
+
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv("KWX_DATA_DIR", str(tmp_path / "kwx"))
+    assert main(["keys", "list"]) == 2
+    assert "no kwx database in" in capsys.readouterr().err and not (tmp_path / "kwx" / "pg").exists()
+    try:
+        assert main(["migrate", "--init"]) == 0
+        assert f"kwx migrate: created database embedded PostgreSQL in {tmp_path / 'kwx' / 'pg'}" in (
+            capsys.readouterr().err
+        )
+        assert main(["keys", "list"]) == 0  # now there is one: no --init needed
+        err = capsys.readouterr().err
+        assert "kwx keys: database embedded" in err and "created" not in err
+    finally:
+        _stop_embedded(tmp_path / "kwx" / "pg")

@@ -68,6 +68,9 @@ def _routes(table_id: str, player: str) -> list[tuple[str, str, dict[str, str]]]
         ("dashboard", "/v1/house/ledger", {}),
         ("dashboard", "/v1/leaderboard", {}),
         ("support", "/v1/discrepancies", {}),
+        ("platform", f"{t}/export", {}),
+        ("support", f"{t}/hands/2/export", {}),
+        ("support", f"{t}/hands/2/report", {}),
     ]
 
 

@@ -29,7 +29,9 @@ _T = "/v1/tables/{table_id}"
 
 
 def _schema(path: str) -> dict[str, Any]:
-    schema: dict[str, Any] = GETS[path]["responses"]["200"]["content"]["application/json"]["schema"]
+    """The 200 answer's schema: the JSON one, or (an NDJSON-only route: an export) the lines'."""
+    content = GETS[path]["responses"]["200"]["content"]
+    schema: dict[str, Any] = (content.get("application/json") or content["application/x-ndjson"])["schema"]
     return schema
 
 
@@ -49,6 +51,9 @@ def test_every_get_route_has_a_real_200_schema() -> None:
     assert len(GETS) >= 15
     for path in GETS:
         schema = _resolved(_schema(path))
+        if schema == {"type": "string"}:  # an NDJSON export: text, one JSON value a line
+            assert "application/json" not in GETS[path]["responses"]["200"]["content"], path
+            continue
         assert schema and schema.get("type") == "object" and schema.get("properties"), path
         assert schema.get("required"), path
 
@@ -98,8 +103,9 @@ def answers(app: Any, make_key: Any, container: Any) -> dict[str, list[Any]]:
             if refusable and r.status_code in (404, 422):
                 return None
             assert r.status_code == 200, (url, params, r.text)
-            got[template].append(r.json())
-            return r.json()
+            ndjson = r.headers["content-type"].startswith("application/x-ndjson")
+            got[template].append(r.text if ndjson else r.json())
+            return None if ndjson else r.json()
 
         streams = [load(p) for p in stream_files() if "error" not in expectation(p)]
         sims = [simulated(seed, 4, preset=PRESETS[seed % len(PRESETS)]) for seed in range(40, 47)]
@@ -125,9 +131,17 @@ def answers(app: Any, make_key: Any, container: Any) -> dict[str, list[Any]]:
                     get(settle, support, True, table_id=table_id, hand=n, cap=16)
                 for lang in ("en", "zh"):
                     get(h_audit, {**support, "Accept-Language": lang}, table_id=table_id, hand=n)
+                if n <= 2 and f"{_T}/hands/{{hand}}/report" in got:  # the export routes (another
+                    for lang in ("en", "zh"):  # engineer's): a few hands each
+                        get(
+                            f"{_T}/hands/{{hand}}/report", support, True, table_id=table_id, hand=n, lang=lang
+                        )
+                    get(f"{_T}/hands/{{hand}}/export", platform, table_id=table_id, hand=n)
             for lang in ("en", "zh"):
                 get(f"{_T}/audit", {**support, "Accept-Language": lang}, table_id=table_id)
             get(f"{_T}/events", platform, table_id=table_id)
+            if f"{_T}/export" in got:
+                get(f"{_T}/export", platform, table_id=table_id)
         for player in sorted(players):
             get(stats, dashboard, player_id=player)
             get(stats, dashboard, True, player_id=player, preset="default")
@@ -143,6 +157,9 @@ def answers(app: Any, make_key: Any, container: Any) -> dict[str, list[Any]]:
         get("/v1/discrepancies", support)
         get("/v1/tables", support)
         get("/v1/health", {})
+        for probe in ("/v1/health/live", "/v1/health/ready"):
+            if probe in got:
+                get(probe, {})
         get("/v1/projections/parked", support)
     return got
 

@@ -53,6 +53,8 @@ def test_kwx_serve_on_the_embedded_postgres() -> None:
         banner = out.read_text()
         assert f"listening on http://127.0.0.1:{port}" in banner and "kwx keys create" in banner
         assert "embedded" in banner and "migrated" in banner
+        # a new machine: serve says it created the database, and where (issue 15)
+        assert f"created database embedded PostgreSQL in {data / 'kwx' / 'pg'}" in banner, banner
         command = [
             sys.executable,
             "-m",
@@ -66,6 +68,15 @@ def test_kwx_serve_on_the_embedded_postgres() -> None:
         ]
         made = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=True)
         key = made.stdout.strip().splitlines()[-1]
+        assert len(made.stdout.strip().splitlines()) == 1  # stdout: the key alone
+        assert f"kwx keys: database embedded PostgreSQL in {data / 'kwx' / 'pg'}" in made.stderr
+        assert "created" not in made.stderr
+        # run from elsewhere (another KWX_DATA_DIR): refused, nothing created, and it says what to do
+        elsewhere = {**env, "KWX_DATA_DIR": str(data / "elsewhere")}
+        lost = subprocess.run(command, env=elsewhere, capture_output=True, text=True, timeout=120)
+        assert lost.returncode == 2 and lost.stdout == ""
+        assert f"no kwx database in {data / 'elsewhere'}" in lost.stderr and "--init" in lost.stderr
+        assert not (data / "elsewhere" / "pg").exists()
         wire = legal_table(51)
         answer = httpx.post(
             f"{base}/v1/tables/demo-1/events",
