@@ -9,7 +9,7 @@ line, the wall checks of every hand, and the hash chain. Messages are English or
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -37,24 +37,30 @@ def _msg(lang: str, en: str, zh: str) -> str:
 
 
 def _records(
-    engine: Replayer, events: Sequence[Event]
+    engine: Replayer,
+    events: Sequence[tuple[int, Event]],
+    state: TableState | None = None,
+    applied: int = 0,
 ) -> tuple[TableState, list[Any], dict[int, dict[str, Any]], dict[int, tuple[int, str]]]:
     """Fold (each event as it was accepted: ``engine.replay``, the fold of every read); the final
-    state, every hand's record (in order) and per-hand wall information."""
-    state = engine.initial()
+    state, every hand's record (in order) and per-hand wall information. ``events``: (version,
+    event); from ``state`` (default: the initial state), which already holds the events with
+    version ≤ ``applied`` (a snapshot's ``hand_started``: read for its wall, not folded again)."""
+    state = engine.initial() if state is None else state
     records: list[Any] = []
     walls: dict[int, dict[str, Any]] = {}
     draws: dict[int, tuple[int, str]] = {}  # event version -> (seat, tile) of draws
-    for ev in events:
+    for version, ev in events:
         before = state
-        state = engine.replay(state, ev)
+        if version > applied:
+            state = engine.replay(state, ev)
         if isinstance(ev, HandStarted):
-            if before.hand is not None:
+            if before.hand is not None and version > applied:
                 records.append(before.hand.record)
             mode = "known" if ev.wall is not None else ("committed" if ev.wall_sha256 else "count_only")
-            walls[ev.hand] = {"hand": ev.hand, "mode": mode, "start_event": state.version}
+            walls[ev.hand] = {"hand": ev.hand, "mode": mode, "start_event": version}
         if isinstance(ev, TileDrawn):
-            draws[state.version] = (ev.seat, ev.tile)
+            draws[version] = (ev.seat, ev.tile)
     if state.hand is not None:
         records.append(state.hand.record)
     return state, records, walls, draws
@@ -135,9 +141,9 @@ def _kong_chains(state: Any, records: Sequence[Any], lang: str) -> list[dict[str
     return chains
 
 
-def _settlement_checks(state: Any, lang: str) -> list[dict[str, Any]]:
+def _settlement_checks(state: Any, lang: str, reported: Sequence[Any] | None = None) -> list[dict[str, Any]]:
     out = []
-    for rep in state.reported:
+    for rep in state.reported if reported is None else reported:
         computed = next((s for s in reversed(state.settlements) if s.hand == rep.hand), None)
         c_lines = [(t.from_, t.to, t.amount) for t in computed.transfers] if computed is not None else []
         r_lines = list(rep.transfers)
@@ -197,7 +203,7 @@ def build(
     lang: str = "en",
 ) -> dict[str, Any]:
     """The audit document. ``stored_rulings``: (version, ruling JSON or None) of every event."""
-    state, records, walls, draws = _records(engine, events)
+    state, records, walls, draws = _records(engine, list(enumerate(events, start=1)))
     opened = next((e for e in events if isinstance(e, TableOpened)), None)
     players = list(opened.players) if opened is not None else []
     hand_of: dict[int, int] = {}
@@ -206,21 +212,10 @@ def build(
         if isinstance(ev, HandStarted):
             hand = ev.hand
         hand_of[version] = hand
-    rulings = []
-    for version, ruling in stored_rulings:
-        if ruling is None:
-            continue
-        ruled = events[version - 1] if 0 < version <= len(events) else None
-        rulings.append(
-            {
-                "event": version, "hand": hand_of.get(version, 0),
-                "type": type(ruled).__struct_config__.tag if ruled is not None else None,
-                "id": ruled.id if ruled is not None else None,
-                "rule": ruling.get("rule"), "kind": ruling.get("kind"),
-                "message": _msg(lang, ruling.get("message", ""), ruling.get("message_zh") or ruling.get("message", "")),  # noqa: E501
-                "detail": ruling.get("detail", {}),
-            }
-        )  # fmt: skip
+    rulings = ruling_items(
+        lambda version: events[version - 1] if 0 < version <= len(events) else None,
+        hand_of, stored_rulings, lang,
+    )  # fmt: skip
     rules = msgspec.to_builtins(state.rules) if state.rules is not None else None
     return {
         "table_id": table_id,
@@ -236,6 +231,32 @@ def build(
         "settlements": _settlement_checks(state, lang),
         "walls": _wall_checks(state, walls, rulings, lang),
     }
+
+
+def ruling_items(
+    ruled_at: Callable[[int], Event | None],
+    hand_of: dict[int, int],
+    stored_rulings: Sequence[tuple[int, dict[str, Any] | None]],
+    lang: str,
+) -> list[dict[str, Any]]:
+    """The audit's ``rulings``: one item per stored ruling (version, ruling JSON or None), with
+    the event it rules on (``ruled_at(version)``) and its hand (``hand_of``; 0 before the first)."""
+    rulings = []
+    for version, ruling in stored_rulings:
+        if ruling is None:
+            continue
+        ruled = ruled_at(version)
+        rulings.append(
+            {
+                "event": version, "hand": hand_of.get(version, 0),
+                "type": type(ruled).__struct_config__.tag if ruled is not None else None,
+                "id": ruled.id if ruled is not None else None,
+                "rule": ruling.get("rule"), "kind": ruling.get("kind"),
+                "message": _msg(lang, ruling.get("message", ""), ruling.get("message_zh") or ruling.get("message", "")),  # noqa: E501
+                "detail": ruling.get("detail", {}),
+            }
+        )  # fmt: skip
+    return rulings
 
 
 def language(accept_language: str | None) -> str:

@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services import metrics
-from services.api import discovery, export, health, read, stats, tables
+from services.api import discovery, export, hand_reads, health, read, read_schemas, stats, tables
 from services.api.answers import error_answer, retry_after
 from services.api.gate import ReadGate
 from services.bootstrap import Container
@@ -78,8 +78,10 @@ def create_app(
     app.include_router(tables.router)
     app.include_router(discovery.router)  # issue 13: find tables, list hands (before read: /v1/tables)
     app.include_router(read.router)  # projections (issue 4): state, settlement, audit
+    app.include_router(hand_reads.router)  # issue 13: a hand's audit, from the hand's snapshot
     app.include_router(stats.router)  # projections (issue 4): stats, ledger, leaderboard, discrepancies
     app.include_router(export.router)  # issue 13: verifiable exports, a hand's dispute report
+    read_schemas.install(app)  # issue 13: the read answers' schemas in the OpenAPI document
     _install_error_handlers(app)
     app.add_middleware(ReadGate)  # reads take turns, fairly by tenant; a backlog is a quick 503
     if fast_append:  # POST …/events without FastAPI's per-request machinery (False: tests compare)

@@ -24,7 +24,7 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from services.api import schemas
+from services.api import read_schemas, schemas
 from services.api.deps import PRESET_ENUM, TableId, check_table_id, get_container, get_principal, require_role
 from services.bootstrap import Container
 from services.db import reading
@@ -99,7 +99,12 @@ def ndjson_events(container: Container, tenant: str, table_id: str, after: int =
 
 
 # ---------------------------------------------------------------------------------------- state
-@router.get("/{table_id}/state", operation_id="read-table_state", summary="The table after event N")
+@router.get(
+    "/{table_id}/state",
+    operation_id="read-table_state",
+    summary="The table after event N",
+    responses=read_schemas.responses(read_schemas.TableStateAnswer),
+)
 def table_state(
     table_id: TableId,
     principal: Annotated[Principal, Depends(get_principal)],
@@ -249,6 +254,7 @@ def _derivation(settlement: Any, events: dict[int, Any], rulings: Any = ()) -> d
     "/{table_id}/hands/{hand}/settlement",
     operation_id="read-hand_settlement",
     summary="A hand's settlement with its derivation; ?rules=PRESET (and option overrides) for what-if",
+    responses=read_schemas.responses(read_schemas.HandSettlementAnswer),
 )
 def hand_settlement(
     table_id: TableId,
@@ -263,10 +269,18 @@ def hand_settlement(
     head = table_of(container, principal, table_id, "platform", "support")
     override = _rules_override(request, rules)
     engine = container.engine
-    stored = _events(container, principal.tenant, table_id, head.version)
-    events = [e for _, e, _, _ in stored]
-    by_version = {v: e for v, e, _, _ in stored}
-    state = _fold(engine, events)
+    if override is None:  # hand n's events only, from its snapshot (services/api/hand_reads.py)
+        from services.api.hand_reads import hand_events
+
+        got = hand_events(container, principal.tenant, table_id, hand, head.version)
+        events = []
+        by_version = {v: e for v, e, _ in got.events}
+        state = got.final(engine)
+    else:  # what-if: other rules may change every hand before this one, so the whole table
+        stored = _events(container, principal.tenant, table_id, head.version)
+        events = [e for _, e, _, _ in stored]
+        by_version = {v: e for v, e, _, _ in stored}
+        state = _fold(engine, events)
     actual = _find(state.settlements, hand)
     if actual is None:
         raise NotFound(f"hand {hand} of {table_id!r} is not settled")
@@ -311,7 +325,12 @@ def _find(settlements: Any, hand: int) -> Any:
 
 
 # ---------------------------------------------------------------------------------------- audit
-@router.get("/{table_id}/audit", operation_id="read-table_audit", summary="Every ruling on the table")
+@router.get(
+    "/{table_id}/audit",
+    operation_id="read-table_audit",
+    summary="Every ruling on the table",
+    responses=read_schemas.responses(read_schemas.TableAuditAnswer),
+)
 async def table_audit(
     table_id: TableId,
     principal: Annotated[Principal, Depends(get_principal)],

@@ -32,7 +32,7 @@ from projections.ledger import HOUSE
 from projections.queries.discrepancies import FeedPage
 from projections.queries.ledger import LedgerPage
 from projections.queries.player_stats import ORDERS, SORTABLE, Leaderboard, PlayerStats
-from services.api import schemas
+from services.api import read_schemas, schemas
 from services.api.deps import (
     MAX_BIGINT,
     PRESET_ENUM,
@@ -61,7 +61,12 @@ def _json(body: Any) -> Response:
     return Response(_encoder.encode(body), media_type="application/json")
 
 
-@router.get("/players/{player_id}/stats", operation_id="stats-player_stats", summary="A player's statistics")
+@router.get(
+    "/players/{player_id}/stats",
+    operation_id="stats-player_stats",
+    summary="A player's statistics",
+    responses=read_schemas.responses(read_schemas.PlayerStatsAnswer),
+)
 def player_statistics(
     player_id: PlayerId,
     principal: Annotated[Principal, Depends(get_principal)],
@@ -92,7 +97,10 @@ _Limit = Annotated[int, Query(ge=1, le=1000)]
 
 
 @router.get(
-    "/players/{player_id}/ledger", operation_id="stats-player_ledger", summary="A player's coin ledger"
+    "/players/{player_id}/ledger",
+    operation_id="stats-player_ledger",
+    summary="A player's coin ledger",
+    responses=read_schemas.responses(read_schemas.LedgerAnswer),
 )
 def player_ledger(
     player_id: PlayerId,
@@ -108,7 +116,12 @@ def player_ledger(
     return _ledger(container, principal.tenant, "player", player_id, after, limit)
 
 
-@router.get("/house/ledger", operation_id="stats-house_ledger", summary="The house's coin ledger")
+@router.get(
+    "/house/ledger",
+    operation_id="stats-house_ledger",
+    summary="The house's coin ledger",
+    responses=read_schemas.responses(read_schemas.LedgerAnswer),
+)
 def house_ledger(
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
@@ -140,7 +153,12 @@ def _day(value: str | None, field: str) -> date | None:
         ) from None
 
 
-@router.get("/leaderboard", operation_id="stats-leaderboard", summary="Players ranked by a statistic")
+@router.get(
+    "/leaderboard",
+    operation_id="stats-leaderboard",
+    summary="Players ranked by a statistic",
+    responses=read_schemas.responses(read_schemas.LeaderboardAnswer),
+)
 def leaderboard(
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
@@ -188,7 +206,12 @@ def leaderboard(
                   "min_hands": min_hands, "offset": offset, "limit": limit, **board})  # fmt: skip
 
 
-@router.get("/discrepancies", operation_id="stats-discrepancies", summary="Reported payouts that differ")
+@router.get(
+    "/discrepancies",
+    operation_id="stats-discrepancies",
+    summary="Reported payouts that differ",
+    responses=read_schemas.responses(read_schemas.DiscrepancyFeedAnswer),
+)
 def discrepancy_feed(
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],

@@ -60,6 +60,7 @@ def _routes(table_id: str, player: str) -> list[tuple[str, str, dict[str, str]]]
         ("platform", f"{t}/hands/1/settlement", {}),
         ("platform", f"{t}/hands/1/settlement?rules=xiangyang", {}),
         ("support", f"{t}/audit", {}),
+        ("support", f"{t}/hands/1/audit", {}),
         ("platform", f"{t}/events?limit=1000", {}),
         ("platform", f"{t}/events", {"Accept": "application/x-ndjson"}),
         ("dashboard", f"/v1/players/{player}/stats", {}),

@@ -1,0 +1,147 @@
+"""The events of one hand, from the hand's snapshot: what a hand's reads (its settlement, its
+audit, its timeline) fold, so that they cost what the hand costs, not what the table costs.
+
+Two steps, like :mod:`projections.replay` (never two pooled connections held at once, issue 11 §3):
+
+1. :func:`locate` (on a connection the caller then gives back): from the ``snapshots`` read model,
+   the latest snapshot of a hand ≤ n (normally hand n's own, the state right after its
+   ``hand_started``) and the version before hand n+1's ``hand_started`` (the hand's last event).
+2. :func:`load` (the events from the store, one pooled connection per page): the snapshot decoded
+   and the stored events from its version to the hand's last event, as a :class:`HandEvents`.
+
+Folding ``HandEvents.events`` (those after ``start``) onto ``HandEvents.initial`` gives the same
+state, for everything of hands ≤ n, as folding the whole table from event 1: the snapshot is the
+fold's own state (``engine.encode_state`` is byte-identical for equal states) and every event of a
+hand lies between its ``hand_started`` and the next one. (A ``settlement_reported`` for hand n may
+come later, in another hand: :class:`HandEvents` does not hold it; the audit reads those apart.)
+
+A snapshot is only a cache: missing (the projector behind, or a rebuild), or undecodable (an older
+engine), the fold starts from an earlier hand's snapshot or from event 1, and without hand n+1's
+snapshot it runs to the table's last event — slower, never different
+(tests/projections/test_hand_reads.py checks every hand against the whole-table fold).
+
+Example (a route)::
+
+    span = reading(pool, lambda conn: hand_reads.locate(conn, tenant, table_id, n))
+    got = hand_reads.load(span, store, engine, tenant, table_id, head_version)
+    if got.first is None: ...                     # hand n never started: 404
+    state = got.final(engine)                     # the table after hand n's last event
+    for version, event, ruling, before, after in got.steps(engine): ...   # event by event
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from sqlalchemy import case, null, select
+
+from domain.engine import Replayer
+from domain.events import Event, HandStarted, decode
+from projections.schema import snapshots
+from projections.sql import Connection, fetch
+
+if TYPE_CHECKING:
+    from projections.projector import EventSource
+
+__all__ = ["HandEvents", "HandSpan", "load", "locate"]
+
+_MAX_HAND = 2**31 - 1  # the snapshots' hand column is an int4
+
+
+class HandSpan(msgspec.Struct, frozen=True, kw_only=True):
+    """Where hand ``hand``'s fold starts and ends, from the snapshots read model."""
+
+    hand: int
+    start: int = 0  # the version ``state`` is the table after (0: fold from event 1)
+    state: bytes | None = None  # engine.encode_state of the table after event ``start``
+    end: int | None = None  # the hand's last event (hand n+1's hand_started − 1); None: the table's last
+
+
+def locate(conn: Connection, tenant: str, table_id: str, hand: int) -> HandSpan:
+    """The :class:`HandSpan` of the tenant's table's hand ``hand``: at most two snapshot rows, read
+    backwards on the snapshots' key (tenant, table_id, version); only the start's state is sent."""
+    following = min(hand + 1, _MAX_HAND)  # a hand beyond the column's range: none follows, none is
+    state = case((snapshots.c.hand == following, null()), else_=snapshots.c.state)  # (only the start's)
+    stmt = (
+        select(snapshots.c.version, snapshots.c.hand, state)
+        .where(snapshots.c.tenant == tenant, snapshots.c.table_id == table_id, snapshots.c.hand <= following)
+        .order_by(snapshots.c.version.desc())
+        .limit(2)
+    )
+    rows = fetch(conn, stmt)
+    end: int | None = None
+    if rows and int(rows[0][1]) == hand + 1:
+        end = int(rows[0][0]) - 1
+        rows = rows[1:]
+    if not rows:
+        return HandSpan(hand=hand, end=end)
+    return HandSpan(hand=hand, start=int(rows[0][0]), state=bytes(rows[0][2]), end=end)
+
+
+class HandEvents(msgspec.Struct, kw_only=True):
+    """The stored events a hand's read folds.
+
+    ``events``: (version, decoded event, stored ruling JSON or None) of versions ``max(start, 1)``
+    to ``last``, in order; those with version ≤ ``start`` (the snapshot's own ``hand_started``)
+    are already in ``initial``. ``first``: the version of hand ``hand``'s ``hand_started`` (None:
+    the hand never started). ``last``: the last version read (the hand's last event, or the
+    table's when the next hand's snapshot is not there)."""
+
+    hand: int
+    start: int
+    initial: Any  # the engine state after event ``start`` (the initial state when 0)
+    events: list[tuple[int, Event, dict[str, Any] | None]]
+    first: int | None
+    last: int
+
+    def steps(self, engine: Replayer) -> Iterator[tuple[int, Event, dict[str, Any] | None, Any, Any]]:
+        """(version, event, ruling, state before, state after) of each event, folded as it was
+        accepted (``engine.replay``); an event already in ``initial`` has before = after."""
+        state = self.initial
+        for version, event, ruling in self.events:
+            before = state
+            if version > self.start:
+                state = engine.replay(state, event)
+            yield version, event, ruling, before, state
+
+    def final(self, engine: Replayer) -> Any:
+        """The table's state after event ``last``."""
+        state = self.initial
+        for version, event, _ in self.events:
+            if version > self.start:
+                state = engine.replay(state, event)
+        return state
+
+
+def load(
+    span: HandSpan, source: EventSource, engine: Replayer, tenant: str, table_id: str, head: int
+) -> HandEvents:
+    """The :class:`HandEvents` of ``span`` (:func:`locate`, already read) on a table whose last
+    event is ``head``: the snapshot decoded (undecodable: from event 1) and the events read from
+    ``source`` a page at a time."""
+    state: Any = engine.initial()
+    start = 0
+    if span.state is not None:
+        try:
+            state = engine.decode_state(span.state)
+            start = span.start
+        except Exception:  # a snapshot of an older engine: fold from the start instead
+            state, start = engine.initial(), 0
+    last = head if span.end is None else min(span.end, head)
+    events: list[tuple[int, Event, dict[str, Any] | None]] = []
+    first: int | None = None
+    after = max(start - 1, 0)
+    while after < last:
+        page = source.read_table(tenant, table_id, after=after, limit=min(1000, last - after))
+        if not page:
+            break
+        for row in page:
+            event = decode(row.body)
+            if first is None and isinstance(event, HandStarted) and event.hand == span.hand:
+                first = row.version
+            ruling = msgspec.json.decode(row.ruling) if row.ruling else None
+            events.append((row.version, event, ruling))
+            after = row.version
+    return HandEvents(hand=span.hand, start=start, initial=state, events=events, first=first, last=after)
