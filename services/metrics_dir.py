@@ -12,7 +12,9 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 def use_folder() -> str | None:
     """A fresh folder in ``PROMETHEUS_MULTIPROC_DIR`` (unless the operator set one), so the
     workers and the projector child that ``kwx serve`` starts inherit it and every process's counts
-    are summed at a scrape; removed when this process exits. None when one was set already."""
+    are summed at a scrape; removed when this process exits. None when one was set already, or
+    when ``prometheus_client`` is imported already (``kwx serve``'s code run inside another program,
+    a test: this process then counts on its own)."""
     import atexit
     import shutil
     import sys
@@ -20,8 +22,8 @@ def use_folder() -> str | None:
 
     if os.environ.get(MULTIPROC_ENV):
         return None
-    if "prometheus_client" in sys.modules:  # too late: this process would count on its own
-        raise RuntimeError("services.metrics_dir.use_folder() must run before prometheus_client is imported")
+    if "prometheus_client" in sys.modules:  # too late to switch this process's counting
+        return None
     folder = tempfile.mkdtemp(prefix="kwx-metrics-")
     os.environ[MULTIPROC_ENV] = folder
     atexit.register(shutil.rmtree, folder, ignore_errors=True)

@@ -94,7 +94,7 @@ def create_app(
 
 def _add_metrics_route(app: FastAPI) -> None:
     @app.get(
-        "/metrics", tags=["health"], operation_id="metrics", summary="Prometheus metrics",
+        "/metrics", tags=["health"], operation_id="health-metrics", summary="Prometheus metrics",
         description="The text exposition format; no key needed and no tenant data in it "
         "(services/metrics.py lists every metric). `KWX_METRICS=off` removes it, `KWX_METRICS=PORT` "
         "moves it to a port of its own.",
