@@ -20,15 +20,16 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from services.api import discovery, health, read, stats, tables
+from services.api import discovery, health, read, stats, tables, timeline
 from services.api.answers import error_answer, retry_after
+from services.api.deps import ContentLanguage, read_lang
 from services.api.gate import ReadGate
 from services.bootstrap import Container
 from services.errors import ServiceError
@@ -72,15 +73,18 @@ def create_app(
         title="kwx", version="0.1.0", description=DESCRIPTION, lifespan=lifespan, static_url=DOCS_ASSETS
     )
     app.state.container = container
-    app.include_router(health.router)
+    lang = [Depends(read_lang)]  # every read takes ?lang=zh|en (issue 13; tables.py: on its GET)
+    app.include_router(health.router, dependencies=lang)
     app.include_router(tables.router)
-    app.include_router(discovery.router)  # issue 13: find tables, list hands (before read: /v1/tables)
-    app.include_router(read.router)  # projections (issue 4): state, settlement, audit
-    app.include_router(stats.router)  # projections (issue 4): stats, ledger, leaderboard, discrepancies
+    app.include_router(discovery.router, dependencies=lang)  # issue 13: find tables, list hands (before read)
+    app.include_router(read.router, dependencies=lang)  # projections (issue 4): state, settlement, audit
+    app.include_router(timeline.router, dependencies=lang)  # issue 13: a hand in plain zh / en
+    app.include_router(stats.router, dependencies=lang)  # issue 4: stats, ledger, leaderboard, discrepancies
     _install_error_handlers(app)
     app.add_middleware(ReadGate)  # reads take turns, fairly by tenant; a backlog is a quick 503
     if fast_append:  # POST …/events without FastAPI's per-request machinery (False: tests compare)
         app.add_middleware(tables.FastAppend)
+    app.add_middleware(ContentLanguage)  # Content-Language / Vary of the reads (deps.read_lang)
     app.add_middleware(RequestContext)
     return app
 

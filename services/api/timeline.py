@@ -1,0 +1,133 @@
+"""``GET /v1/tables/{id}/hands/{n}/timeline``: one hand in plain Chinese or English (issue 13,
+"Read it"), rendered by ``projections.timeline.render`` (docs/timeline.md).
+
+Support keys only: the lines show every draw, i.e. tiles no seat view shows (a platform key reads
+``/state?seat=S`` instead). Tenants as every read: another tenant's table is the same 404 as a
+missing one.
+
+A hand's read costs what the hand costs: the fold starts from the hand's own snapshot (the state
+right after its ``hand_started``, read model ``snapshots``) and reads only the hand's events; with
+no usable snapshot (the projector behind, an engine change) it folds from event 1. When a hand
+number was dealt again after ``hand_aborted``, the timeline is of the last deal of that number.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from fastapi import APIRouter, Depends, Path, Response
+from sqlalchemy import select
+
+from domain.events import HandStarted, TableClosed, decode
+from services.api import schemas
+from services.api.deps import TableId, get_container, get_principal, read_lang
+from services.api.read import table_of
+from services.bootstrap import Container
+from services.db import reading
+from services.errors import NotFound
+from services.store.keys import Principal
+
+router = APIRouter(
+    prefix="/v1/tables",
+    tags=["read"],
+    responses=schemas.error_responses(401, 403, 404, 422, 429, 431, 503),  # type: ignore[arg-type]
+)
+_encoder = msgspec.json.Encoder()
+_PAGE = 200
+
+
+def _hand_snapshot(conn: Any, tenant: str, table_id: str, hand: int) -> tuple[int, bytes] | None:
+    """(version of hand ``hand``'s last ``hand_started``, the state right after it), if projected."""
+    from projections.schema import snapshots
+    from projections.sql import fetch
+
+    stmt = (
+        select(snapshots.c.version, snapshots.c.state)
+        .where(snapshots.c.tenant == tenant, snapshots.c.table_id == table_id, snapshots.c.hand == hand)
+        .order_by(snapshots.c.version.desc())
+        .limit(1)
+    )
+    rows = fetch(conn, stmt)
+    return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+
+
+def _rows(container: Container, tenant: str, table_id: str, after: int, upto: int) -> list[Any]:
+    page = container.store.read_table(tenant, table_id, after, min(_PAGE, upto - after))
+    return [(r.version, decode(r.body), msgspec.json.decode(r.ruling) if r.ruling else None) for r in page]
+
+
+def hand_events(
+    container: Container, tenant: str, table_id: str, hand: int, head: int
+) -> tuple[Any, Any, list[Any], int]:
+    """(state right after the hand's ``hand_started``, that event as (version, event, ruling), the
+    hand's later events, the version the fold started from)."""
+    engine = container.engine
+    snap = reading(container.pool, lambda conn: _hand_snapshot(conn, tenant, table_id, hand))
+    state, first, start = None, None, 0
+    if snap is not None:
+        try:
+            state = engine.decode_state(snap[1])
+        except Exception:  # a snapshot of an older engine: fold from the start instead
+            state = None
+        if state is not None:
+            got = _rows(container, tenant, table_id, snap[0] - 1, snap[0])
+            if got and isinstance(got[0][1], HandStarted) and got[0][1].hand == hand:
+                first, start = got[0], snap[0]
+    if first is None:  # fold from event 1 up to the last deal of this hand number
+        state, first, start = engine.initial(), None, 0
+        found: Any = None
+        after = 0
+        folded = engine.initial()
+        while after < head:
+            page = _rows(container, tenant, table_id, after, head)
+            if not page:
+                break
+            for item in page:
+                folded = engine.replay(folded, item[1])
+                if isinstance(item[1], HandStarted) and item[1].hand == hand:
+                    found = (item, folded)
+            after = page[-1][0]
+        if found is None:
+            raise NotFound(f"no hand {hand} of {table_id!r}")
+        first, state = found
+    rest: list[Any] = []
+    after = first[0]
+    while after < head:
+        page = _rows(container, tenant, table_id, after, head)
+        if not page:
+            break
+        for item in page:
+            if isinstance(item[1], HandStarted | TableClosed):
+                return state, first, rest, start
+            rest.append(item)
+        after = page[-1][0]
+    return state, first, rest, start
+
+
+@router.get(
+    "/{table_id}/hands/{hand}/timeline",
+    operation_id="read-hand_timeline",
+    summary="A hand in plain Chinese or English: one line per event, rulings inline",
+)
+def hand_timeline(
+    table_id: TableId,
+    hand: Annotated[int, Path(ge=1, le=2**31 - 1, description="the hand's number (1, 2, …)")],
+    principal: Annotated[Principal, Depends(get_principal)],
+    container: Annotated[Container, Depends(get_container)],
+    lang: Annotated[str, Depends(read_lang)],
+) -> Response:
+    """Support keys only. Each line: ``version``, ``at``, ``seat``, ``player``, ``kind`` (the event
+    type, or ``transfer`` / ``net`` at the hand's end), ``tiles`` (wire names), ``codes`` (ruling
+    codes and markers: ``lou_hu``, ``kong_chain``, ``liang_dao``, a recorded violation's code …),
+    ``text``; and per kind ``candidates`` (who could have won, what it would have paid, what became
+    of it), ``kong`` (chain, link, coins), ``liang_dao`` (waits), ``wins``, ``transfer``. ``lou_hu``
+    sums up each 漏胡: what it would have paid (patterns, coins), when it lifted, which later wins
+    it blocked."""
+    head = table_of(container, principal, table_id, "support")
+    from projections import timeline
+
+    state, first, rest, start = hand_events(container, principal.tenant, table_id, hand, head.version)
+    body = timeline.render(container.engine, state, first, rest, lang)
+    body = {"table_id": table_id, **body, "folded_from": start}
+    return Response(_encoder.encode(body), media_type="application/json")
