@@ -204,7 +204,7 @@ def _line(
         code = str(ruling.get("rule", ""))
         out["codes"].append(code)
         out["ruling"] = {"code": code, "kind": ruling.get("kind"), "message": ruling.get("message"),
-                         "message_zh": ruling.get("message_zh")}  # fmt: skip
+                         "message_zh": w.zh_whole(str(ruling.get("message_zh") or ""), h.players)}  # fmt: skip
         parts.append(
             f"（违规记录在案：{w.code(code, lang)}）"
             if zh

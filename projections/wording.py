@@ -10,6 +10,7 @@ names ``5p`` … stay in the structured fields). Pure: no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from domain.tiles import TILE_NAMES
@@ -177,3 +178,25 @@ def language(accept_language: str | None) -> str:
         if lang is not None and q > best_q:
             best, best_q = lang, q
     return best
+
+
+_TILE_RUN = re.compile(r"(?<![A-Za-z0-9_])([1-9]+)([ps])(?![A-Za-z0-9_])")
+_DRAGON_RUN = re.compile(r"(?<![A-Za-z0-9_])([CFP]+)(?![A-Za-z0-9_])")
+_SEAT_NO = re.compile(r"([0-2])号位")
+
+
+def zh_whole(text: str, players: Sequence[str] = ()) -> str:
+    """An engine message in Chinese made whole: tiles in notation (``5p``, ``4556p``, ``CCC``) as
+    Chinese (``5筒``, ``4556筒``, ``中中中``), ``2号位`` as the seat word ``丙``. Codes and option
+    names (``liang_dao_min_wall``) stay as they are, and so do the ``players``' ids (``（P）``)."""
+    kept: dict[str, str] = {}
+    for i, p in enumerate(sorted(set(players), key=len, reverse=True)):
+        if p and f"（{p}）" in text:
+            kept[f"\x00{i}\x00"] = p
+            text = text.replace(f"（{p}）", f"（\x00{i}\x00）")
+    text = _TILE_RUN.sub(lambda m: m[1] + ("筒" if m[2] == "p" else "条"), text)
+    text = _DRAGON_RUN.sub(lambda m: "".join(_DRAGON_ZH[c] for c in m[1]), text)
+    text = _SEAT_NO.sub(lambda m: SEAT_ZH[int(m[1])], text)
+    for mark, p in kept.items():
+        text = text.replace(mark, p)
+    return text

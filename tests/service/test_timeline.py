@@ -219,18 +219,21 @@ def test_every_read_route_answers_lang_and_refuses_a_bad_one(
 
 
 def test_the_audit_in_chinese_is_whole(client: Any, support: dict[str, str], platform: dict[str, str]) -> None:
-    for name in ("kong-chain.jsonl", "lou-hu-then-self-draw.jsonl", "audit-lou-hu-robbed-kong-passed.jsonl"):
+    for name in ("kong-chain.jsonl", "lou-hu-then-self-draw.jsonl", "lou-hu-rejected.jsonl", "bao-hu-robbed-kong.jsonl"):
         wire = load(GOLDEN / name)
+        wire[0] = dict(wire[0], violations="record")  # lou-hu-rejected: its 漏胡 hu stored with its ruling
         table_id = _new_id()
         append(client, platform, table_id, wire)
         players = wire[0]["players"]
         r = client.get(f"/v1/tables/{table_id}/audit?lang=zh", headers=support)
         assert r.status_code == 200 and r.headers["content-language"] == "zh"
         body = r.json()
-        texts = [x["message"] for x in body["lou_hu"] + body["walls"]]
+        texts = [x["message"] for x in body["lou_hu"] + body["walls"] + body["rulings"] + body["settlements"]]
         texts += [k["message"] for c in body["kong_chains"] for k in c["kongs"]]
         texts += [c["detail_zh"] for c in body["kong_chains"] for k in c["kongs"] for c in k["coins"]]
         assert texts
+        if name == "lou-hu-rejected.jsonl":
+            assert body["rulings"] and body["rulings"][0]["message"].startswith("丙（carol）")
         for text in texts:
             for p in players:
                 text = text.replace(p, "")
