@@ -81,7 +81,8 @@ def _lou_hu(
               f"for ×{x.multiplier} and passed; no discard win from event {x.since} "
               + (f"until their draw at event {x.lifted_by}" if x.lifted_by is not None else "until their next draw")  # noqa: E501
               + " (漏胡)")  # fmt: skip
-        zh = (f"{wording.seat(x.seat, players, 'zh')}在第{x.event}事件可胡{wording.short_seat(x.source, 'zh')}打出的"
+        zh = (f"{wording.seat(x.seat, players, 'zh')}在第{x.event}事件可胡"
+              f"{wording.short_seat(x.source, 'zh')}打出的"
               f"{wording.tile(tile, 'zh')}（{x.multiplier}番）但未胡：漏胡，"
               + (f"直到第{x.lifted_by}事件自己摸牌前" if x.lifted_by is not None else "直到自己下次摸牌前")
               + "不能胡别人打出的牌")  # fmt: skip
@@ -129,7 +130,8 @@ def _kong_chains(state: Any, records: Sequence[Any], lang: str) -> list[dict[str
             else:
                 en = (f"seat {k.seat} {k.kind} kong of {tile} at event {k.event}: kong {k.chain} of its chain, "  # noqa: E501
                       f"{points} points × factor {factor} × base")  # fmt: skip
-                zh = (f"{wording.short_seat(k.seat, 'zh')}第{k.event}事件{_KONG_ZH[k.kind]}{wording.tile(tile, 'zh')}："
+                zh = (f"{wording.short_seat(k.seat, 'zh')}第{k.event}事件{_KONG_ZH[k.kind]}"
+                      f"{wording.tile(tile, 'zh')}："
                       f"杠上杠第{k.chain}杠，{points}分×{factor}倍×底分")
             item = {
                 "event": k.event, "seat": k.seat, "kind": k.kind, "tile": tile, "k": k.chain,
@@ -231,7 +233,8 @@ def build(
                 "id": ruled.id if ruled is not None else None,
                 "rule": ruling.get("rule"), "kind": ruling.get("kind"),
                 "message": _msg(lang, ruling.get("message", ""),
-                                wording.zh_whole(ruling.get("message_zh") or ruling.get("message", ""), players)),
+                                wording.zh_whole(ruling.get("message_zh") or ruling.get("message", ""),
+                                                 players)),
                 "detail": ruling.get("detail", {}),
             }
         )  # fmt: skip

@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 import msgspec
 from fastapi import APIRouter, Depends, Path, Response
-from sqlalchemy import select
 
 from domain.events import HandStarted, TableClosed, decode
 from services.api import schemas
@@ -37,21 +36,6 @@ _encoder = msgspec.json.Encoder()
 _PAGE = 200
 
 
-def _hand_snapshot(conn: Any, tenant: str, table_id: str, hand: int) -> tuple[int, bytes] | None:
-    """(version of hand ``hand``'s last ``hand_started``, the state right after it), if projected."""
-    from projections.schema import snapshots
-    from projections.sql import fetch
-
-    stmt = (
-        select(snapshots.c.version, snapshots.c.state)
-        .where(snapshots.c.tenant == tenant, snapshots.c.table_id == table_id, snapshots.c.hand == hand)
-        .order_by(snapshots.c.version.desc())
-        .limit(1)
-    )
-    rows = fetch(conn, stmt)
-    return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
-
-
 def _rows(container: Container, tenant: str, table_id: str, after: int, upto: int) -> list[Any]:
     page = container.store.read_table(tenant, table_id, after, min(_PAGE, upto - after))
     return [(r.version, decode(r.body), msgspec.json.decode(r.ruling) if r.ruling else None) for r in page]
@@ -63,7 +47,9 @@ def hand_events(
     """(state right after the hand's ``hand_started``, that event as (version, event, ruling), the
     hand's later events, the version the fold started from)."""
     engine = container.engine
-    snap = reading(container.pool, lambda conn: _hand_snapshot(conn, tenant, table_id, hand))
+    from projections import hand_snapshot
+
+    snap = reading(container.pool, lambda conn: hand_snapshot.of_hand(conn, tenant, table_id, hand))
     state, first, start = None, None, 0
     if snap is not None:
         try:

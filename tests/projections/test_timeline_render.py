@@ -54,7 +54,10 @@ def line(doc: dict[str, Any], version: int) -> dict[str, Any]:
 def test_a_passed_win_reads_as_the_issue_writes_it_in_both_languages() -> None:
     events = decoded(GOLDEN / "lou-hu-then-self-draw.jsonl")
     zh, en = render(events, 1, "zh"), render(events, 1, "en")
-    assert line(zh, 3)["text"] == "第3事件 甲（alice）打5筒 — 丙可胡（卡五星 ×2，应得2分），选择过 → 漏胡至丙下次摸牌（第6事件）"
+    assert (
+        line(zh, 3)["text"]
+        == "第3事件 甲（alice）打5筒 — 丙可胡（卡五星 ×2，应得2分），选择过 → 漏胡至丙下次摸牌（第6事件）"
+    )
     assert line(en, 3)["text"] == (
         "event 3: seat 0 (alice) discards 5 dots — seat 2 could win (closed five ×2, would get 2 coins), "
         "passed → missed win: no discard win until seat 2's next draw (event 6)"

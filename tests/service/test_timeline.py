@@ -36,7 +36,9 @@ def _new_id() -> str:
     return "tl-" + uuid.uuid4().hex[:12]
 
 
-def _timeline(client: Any, headers: dict[str, str], table_id: str, hand: int, lang: str = "zh") -> dict[str, Any]:
+def _timeline(
+    client: Any, headers: dict[str, str], table_id: str, hand: int, lang: str = "zh"
+) -> dict[str, Any]:
     r = client.get(f"/v1/tables/{table_id}/hands/{hand}/timeline?lang={lang}", headers=headers)
     assert r.status_code == 200, r.text
     assert r.headers["content-language"] == lang
@@ -106,7 +108,10 @@ def test_lou_hu_kong_chain_and_liang_dao_inline(
     append(client, platform, lou, load(GOLDEN / "lou-hu-then-self-draw.jsonl"))
     body = _timeline(client, support, lou, 1)
     third = next(x for x in body["lines"] if x["version"] == 3)
-    assert third["text"] == "第3事件 甲（alice）打5筒 — 丙可胡（卡五星 ×2，应得2分），选择过 → 漏胡至丙下次摸牌（第6事件）"
+    assert (
+        third["text"]
+        == "第3事件 甲（alice）打5筒 — 丙可胡（卡五星 ×2，应得2分），选择过 → 漏胡至丙下次摸牌（第6事件）"
+    )
     (summary,) = body["lou_hu"]
     assert summary["would_have_paid"]["coins"] == 2 and summary["would_have_paid"]["patterns"]
     assert summary["blocked_later_win"] is True
@@ -118,7 +123,9 @@ def test_lou_hu_kong_chain_and_liang_dao_inline(
     assert kong["kong"]["linked_by"]["kind"] == "discard" and kong["kong"]["k"] == 3
     assert "kong 3 of seat 0's kong chain" in kong["text"]
     transfers = [x for x in en["lines"] if x["kind"] == "transfer"]
-    assert {x["reason"] for x in transfers} == {"kong", "hu"} and all("settlement (event" in x["text"] for x in transfers)
+    assert {x["reason"] for x in transfers} == {"kong", "hu"} and all(
+        "settlement (event" in x["text"] for x in transfers
+    )
 
     declared = 0
     for seed in range(30):
@@ -139,7 +146,9 @@ def test_lou_hu_kong_chain_and_liang_dao_inline(
     assert declared >= 1
 
 
-def test_a_recorded_violation_shows_inline(client: Any, support: dict[str, str], platform: dict[str, str]) -> None:
+def test_a_recorded_violation_shows_inline(
+    client: Any, support: dict[str, str], platform: dict[str, str]
+) -> None:
     wire, codes = violating(3, hands=2)
     assert codes
     table_id = _new_id()
@@ -218,8 +227,15 @@ def test_every_read_route_answers_lang_and_refuses_a_bad_one(
             assert "Accept-Language" in r.headers.get("vary", ""), path
 
 
-def test_the_audit_in_chinese_is_whole(client: Any, support: dict[str, str], platform: dict[str, str]) -> None:
-    for name in ("kong-chain.jsonl", "lou-hu-then-self-draw.jsonl", "lou-hu-rejected.jsonl", "bao-hu-robbed-kong.jsonl"):
+def test_the_audit_in_chinese_is_whole(
+    client: Any, support: dict[str, str], platform: dict[str, str]
+) -> None:
+    for name in (
+        "kong-chain.jsonl",
+        "lou-hu-then-self-draw.jsonl",
+        "lou-hu-rejected.jsonl",
+        "bao-hu-robbed-kong.jsonl",
+    ):
         wire = load(GOLDEN / name)
         wire[0] = dict(wire[0], violations="record")  # lou-hu-rejected: its 漏胡 hu stored with its ruling
         table_id = _new_id()
