@@ -92,6 +92,20 @@ def test_every_hand_is_one_line_per_event_in_one_language(path: Path) -> None:
         engine.fold(events)
     except engine.IllegalEvent:
         pytest.skip("a stream that is rejected")
+    check_every_hand(events)
+
+
+def test_simulated_tables_of_every_preset_read_whole() -> None:
+    markers: set[str] = set()
+    for seed in range(21):
+        events = [convert(e) for e in simulated(seed, hands=3)]
+        check_every_hand(events)
+        for hand in hands_of(events):
+            markers |= {c for x in render(events, hand, "en")["lines"] for c in x["codes"]}
+    assert {"kong", "kong_chain", "liang_dao", "lou_hu", "hu", "exhausted"} <= markers  # all were among them
+
+
+def check_every_hand(events: list[Event]) -> None:
     players = list(engine.fold(events[:1]).players)
     for hand, (_, first, rest) in hands_of(events).items():
         zh, en = render(events, hand, "zh"), render(events, hand, "en")
