@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import msgspec
 from fastapi import APIRouter, Depends, Path, Response
+from pydantic import BaseModel, ConfigDict, Field
 
 from domain.events import HandStarted, TableClosed, decode
 from services.api import schemas
@@ -26,6 +27,50 @@ from services.bootstrap import Container
 from services.db import reading
 from services.errors import NotFound
 from services.store.keys import Principal
+
+
+class Line(BaseModel):
+    """One line: an event of the hand, or at its end a ``transfer`` / the ``net``."""
+
+    model_config = ConfigDict(extra="allow")
+    version: int | None = Field(description="the event's version (a transfer: the event that caused it)")
+    at: str | None = Field(description="the event's at, when the platform sent one")
+    kind: str = Field(description="the event type, or transfer / net")
+    seat: int | None
+    player: str | None
+    tiles: list[str] = Field(description="wire names: 5p, 4s, C")
+    codes: list[str] = Field(
+        description="recorded violation codes and lou_hu / kong / kong_chain / liang_dao …"
+    )
+    text: str = Field(description="the line in the answer's language")
+
+
+class LouHuSummary(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    seat: int
+    player: str | None
+    passed: dict[str, Any] = Field(description="{event, tile, from}")
+    would_have_paid: dict[str, Any] = Field(description="{patterns [{id, x}], multiplier, payable, coins}")
+    since: int
+    lifted_by: int | None
+    blocked_later_win: bool
+    blocked_wins: list[int] = Field(description="events whose win this restriction blocked")
+    text: str
+
+
+class Timeline(BaseModel):
+    table_id: str
+    hand: int
+    lang: str = Field(description="zh or en")
+    seat_words: list[str]
+    players: list[dict[str, Any]] = Field(description="[{seat, player, name}]")
+    first_event: int
+    last_event: int
+    end: str | None = Field(description="hu / exhausted / aborted; null: still being played")
+    lines: list[Line]
+    lou_hu: list[LouHuSummary]
+    folded_from: int = Field(description="the snapshot's version the fold started from (0: event 1)")
+
 
 router = APIRouter(
     prefix="/v1/tables",
@@ -95,6 +140,7 @@ def hand_events(
     "/{table_id}/hands/{hand}/timeline",
     operation_id="read-hand_timeline",
     summary="A hand in plain Chinese or English: one line per event, rulings inline",
+    response_model=Timeline,
 )
 def hand_timeline(
     table_id: TableId,

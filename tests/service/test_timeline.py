@@ -114,6 +114,9 @@ def test_lou_hu_kong_chain_and_liang_dao_inline(
         third["text"]
         == "第3事件 甲（alice）打5筒 — 丙可胡（卡五星 ×2，应得2分），选择过 → 漏胡至丙下次摸牌（第6事件）"
     )
+    from services.api.timeline import Timeline
+
+    assert Timeline.model_validate(body).lou_hu[0].blocked_wins == [5]  # the answer is what openapi.json says
     (summary,) = body["lou_hu"]
     assert summary["would_have_paid"]["coins"] == 2 and summary["would_have_paid"]["patterns"]
     assert summary["blocked_later_win"] is True
