@@ -17,6 +17,7 @@ import msgspec
 from domain.engine import Replayer, TableState
 from domain.events import Event, HandStarted, TableOpened, TileDrawn
 from domain.tiles import TILE_NAMES
+from projections import wording
 from projections.discrepancies import compare, nets
 
 _WALL_EN = {
@@ -24,9 +25,9 @@ _WALL_EN = {
     "committed": "wall committed by SHA-256",
     "count_only": "wall not given: tile counts (≤ 4 of a kind) checked",
 }
-_WALL_ZH = {
+_WALL_ZH = {  # whole Chinese (issue 13): no SHA-256, no result codes in the zh text
     "known": "牌墙已知：每次摸牌均已核对",
-    "committed": "牌墙以SHA-256承诺",
+    "committed": "开局只给了牌墙的哈希值",
     "count_only": "未给出牌墙：已核对每种牌不超过4张",
 }
 _KONG_ZH = {"concealed": "暗杠", "added": "补杠", "exposed": "直杠"}
@@ -86,7 +87,9 @@ def _lou_hu(
               f"for ×{x.multiplier} and passed; no discard win from event {x.since} "
               + (f"until their draw at event {x.lifted_by}" if x.lifted_by is not None else "until their next draw")  # noqa: E501
               + " (漏胡)")  # fmt: skip
-        zh = (f"座位{x.seat}（{who}）在第{x.event}事件可胡座位{x.source}打出的{tile}（{x.multiplier}番）但未胡：漏胡，"  # noqa: E501
+        zh = (f"{wording.seat(x.seat, players, 'zh')}在第{x.event}事件可胡"
+              f"{wording.short_seat(x.source, 'zh')}打出的"
+              f"{wording.tile(tile, 'zh')}（{x.multiplier}番）但未胡：漏胡，"
               + (f"直到第{x.lifted_by}事件自己摸牌前" if x.lifted_by is not None else "直到自己下次摸牌前")
               + "不能胡别人打出的牌")  # fmt: skip
         out.append(
@@ -99,6 +102,12 @@ def _lou_hu(
             }
         )  # fmt: skip
     return out
+
+
+def _coin_zh(kind: str, tile: str, points: int, factor: int, base: int, amount: int) -> str:
+    """A kong's coin line in whole Chinese (the settlement's ``detail`` is English)."""
+    who = "点杠者付" if kind == "exposed" else "其他两家各付"
+    return f"{_KONG_ZH[kind]}{wording.tile(tile, 'zh')}，{who}：{points}分×{factor}倍×底分{base}={amount}分"
 
 
 def _kong_chains(state: Any, records: Sequence[Any], lang: str) -> list[dict[str, Any]]:
@@ -114,18 +123,22 @@ def _kong_chains(state: Any, records: Sequence[Any], lang: str) -> list[dict[str
             factor = chain_factor(k.chain, rules.kong_chain_cap) if rules is not None else 2 ** (k.chain - 1)
             points = getattr(rules.kong_points, k.kind) if rules is not None else 0
             coins = [
-                {"from": t.from_, "to": t.to, "amount": t.amount, "detail": t.detail}
+                {"from": t.from_, "to": t.to, "amount": t.amount, "detail": t.detail,
+                 "detail_zh": _coin_zh(k.kind, TILE_NAMES[k.tile], points, factor, rec.base, t.amount)}
                 for t in (settlement.transfers if settlement is not None else ())
                 if t.reason == "kong" and t.event == k.event
             ]
             tile = TILE_NAMES[k.tile]
             if k.robbed:
                 en = f"seat {k.seat}'s {k.kind} kong of {tile} at event {k.event} was robbed: it pays nothing"
-                zh = f"座位{k.seat}在第{k.event}事件的{_KONG_ZH[k.kind]}{tile}被抢杠：抢的杠不算杠"
+                zh = (f"{wording.short_seat(k.seat, 'zh')}在第{k.event}事件的{_KONG_ZH[k.kind]}"
+                      f"{wording.tile(tile, 'zh')}被抢杠：抢的杠不算杠")
             else:
                 en = (f"seat {k.seat} {k.kind} kong of {tile} at event {k.event}: kong {k.chain} of its chain, "  # noqa: E501
                       f"{points} points × factor {factor} × base")  # fmt: skip
-                zh = f"座位{k.seat}第{k.event}事件{_KONG_ZH[k.kind]}{tile}：杠上杠第{k.chain}杠，{points}分×{factor}倍×底分"  # noqa: E501
+                zh = (f"{wording.short_seat(k.seat, 'zh')}第{k.event}事件{_KONG_ZH[k.kind]}"
+                      f"{wording.tile(tile, 'zh')}："
+                      f"杠上杠第{k.chain}杠，{points}分×{factor}倍×底分")
             item = {
                 "event": k.event, "seat": k.seat, "kind": k.kind, "tile": tile, "k": k.chain,
                 "points": points, "factor": factor, "robbed": k.robbed, "source": k.source,
@@ -188,8 +201,10 @@ def _wall_checks(
             w["result"] = "ok" if not problems else problems[0]["rule"]
         mode_en = _WALL_EN[w["mode"]]
         mode_zh = _WALL_ZH[w["mode"]]
+        result_zh = wording.pick("zh", wording.WALL_RESULTS.get(w["result"]) or wording.CODES.get(
+            w["result"], ("结果未知", "")))
         w["message"] = _msg(lang, f"hand {hand}: {mode_en}; result {w['result']}",
-                            f"第{hand}局：{mode_zh}；结果 {w['result']}")  # fmt: skip
+                            f"第{hand}局：{mode_zh}；{result_zh}")  # fmt: skip
         out.append(w)
     return out
 
@@ -214,7 +229,7 @@ def build(
         hand_of[version] = hand
     rulings = ruling_items(
         lambda version: events[version - 1] if 0 < version <= len(events) else None,
-        hand_of, stored_rulings, lang,
+        hand_of, stored_rulings, lang, players,
     )  # fmt: skip
     rules = msgspec.to_builtins(state.rules) if state.rules is not None else None
     return {
@@ -238,43 +253,28 @@ def ruling_items(
     hand_of: dict[int, int],
     stored_rulings: Sequence[tuple[int, dict[str, Any] | None]],
     lang: str,
+    players: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """The audit's ``rulings``: one item per stored ruling (version, ruling JSON or None), with
-    the event it rules on (``ruled_at(version)``) and its hand (``hand_of``; 0 before the first)."""
+    the event it rules on (``ruled_at(version)``) and its hand (``hand_of``; 0 before the first);
+    the Chinese message made whole (``wording.zh_whole``: tiles and seats in Chinese)."""
     rulings = []
     for version, ruling in stored_rulings:
         if ruling is None:
             continue
         ruled = ruled_at(version)
+        zh = wording.zh_whole(ruling.get("message_zh") or ruling.get("message", ""), players)
         rulings.append(
             {
                 "event": version, "hand": hand_of.get(version, 0),
                 "type": type(ruled).__struct_config__.tag if ruled is not None else None,
                 "id": ruled.id if ruled is not None else None,
                 "rule": ruling.get("rule"), "kind": ruling.get("kind"),
-                "message": _msg(lang, ruling.get("message", ""), ruling.get("message_zh") or ruling.get("message", "")),  # noqa: E501
+                "message": _msg(lang, ruling.get("message", ""), zh),
                 "detail": ruling.get("detail", {}),
             }
         )  # fmt: skip
     return rulings
 
 
-def language(accept_language: str | None) -> str:
-    """``zh`` when Chinese is preferred over English in ``Accept-Language``, else ``en``."""
-    if not accept_language:
-        return "en"
-    best, best_q = "en", -1.0
-    for part in accept_language.split(","):
-        bits = part.strip().split(";")
-        tag = bits[0].strip().lower()
-        q = 1.0
-        for b in bits[1:]:
-            if b.strip().startswith("q="):
-                try:
-                    q = float(b.strip()[2:])
-                except ValueError:
-                    q = 0.0
-        code = "zh" if tag.startswith("zh") else ("en" if tag.startswith("en") or tag == "*" else None)
-        if code is not None and q > best_q:
-            best, best_q = code, q
-    return best
+language = wording.language  # ``zh`` when Accept-Language prefers Chinese over English, else ``en``

@@ -58,7 +58,7 @@ def build_hand(
         hand_of[version] = hand
     by_version = dict(timed)
     rulings = ruling_items(
-        by_version.get, hand_of, [(v, r) for v, _, r in got.events if hand_of[v] == n], lang
+        by_version.get, hand_of, [(v, r) for v, _, r in got.events if hand_of[v] == n], lang, players
     )
     reported = [r for r in state.reported if r.hand == n] + [r for r in late_reports if r.hand == n]
     rules = msgspec.to_builtins(state.rules) if state.rules is not None else None

@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
@@ -28,8 +28,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services import metrics
-from services.api import discovery, export, hand_reads, health, read, read_schemas, stats, tables
+from services.api import discovery, export, hand_reads, health, read, read_schemas, stats, tables, timeline
 from services.api.answers import error_answer, retry_after
+from services.api.deps import ContentLanguage, read_lang
 from services.api.gate import ReadGate
 from services.bootstrap import Container
 from services.errors import ServiceError
@@ -74,18 +75,21 @@ def create_app(
         title="kwx", version="0.1.0", description=DESCRIPTION, lifespan=lifespan, static_url=DOCS_ASSETS
     )
     app.state.container = container
-    app.include_router(health.router)
+    lang = [Depends(read_lang)]  # every read takes ?lang=zh|en (issue 13; tables.py: on its GET)
+    app.include_router(health.router, dependencies=lang)
     app.include_router(tables.router)
-    app.include_router(discovery.router)  # issue 13: find tables, list hands (before read: /v1/tables)
-    app.include_router(read.router)  # projections (issue 4): state, settlement, audit
-    app.include_router(hand_reads.router)  # issue 13: a hand's audit, from the hand's snapshot
-    app.include_router(stats.router)  # projections (issue 4): stats, ledger, leaderboard, discrepancies
-    app.include_router(export.router)  # issue 13: verifiable exports, a hand's dispute report
+    app.include_router(discovery.router, dependencies=lang)  # issue 13: find tables, list hands (before read)
+    app.include_router(read.router, dependencies=lang)  # projections (issue 4): state, settlement, audit
+    app.include_router(hand_reads.router, dependencies=lang)  # issue 13: a hand's audit, from its snapshot
+    app.include_router(timeline.router, dependencies=lang)  # issue 13: a hand in plain zh / en
+    app.include_router(stats.router, dependencies=lang)  # issue 4: stats, ledger, leaderboard, discrepancies
+    app.include_router(export.router, dependencies=lang)  # issue 13: exports, a hand's dispute report
     read_schemas.install(app)  # issue 13: the read answers' schemas in the OpenAPI document
     _install_error_handlers(app)
     app.add_middleware(ReadGate)  # reads take turns, fairly by tenant; a backlog is a quick 503
     if fast_append:  # POST …/events without FastAPI's per-request machinery (False: tests compare)
         app.add_middleware(tables.FastAppend)
+    app.add_middleware(ContentLanguage)  # Content-Language / Vary of the reads (deps.read_lang)
     app.add_middleware(RequestContext)
     if (settings or getattr(container, "settings", None) or Settings()).metrics == "on":
         _add_metrics_route(app)
@@ -98,7 +102,7 @@ def _add_metrics_route(app: FastAPI) -> None:
         description="The text exposition format; no key needed and no tenant data in it "
         "(services/metrics.py lists every metric). `KWX_METRICS=off` removes it, `KWX_METRICS=PORT` "
         "moves it to a port of its own.",
-        response_class=Response,
+        response_class=Response, dependencies=[Depends(read_lang)],  # (its text has no language)
         responses={200: {"content": {metrics.CONTENT_TYPE: {"schema": {"type": "string"}}},
                          "description": "every metric, in the Prometheus text format"}},
     )  # fmt: skip

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from domain.rules import PRESETS
 from services.api.ratelimit import limits_of
@@ -105,3 +106,53 @@ def check_preset(preset: str | None) -> str | None:
         known = ", ".join(PRESETS)
         raise Malformed(f"unknown preset {preset[:64]!r}: expected one of {known}", field="query.preset")
     return preset
+
+
+# ------------------------------------------------------------------------------- the language
+LANG_SCOPE_KEY = "kwx.lang"  # the language a read chose, for ContentLanguage (request scope)
+
+
+async def read_lang(
+    request: Request,
+    lang: Annotated[
+        Literal["zh", "en"] | None,
+        Query(description="zh or en: the language of the answer's texts (wins over Accept-Language)"),
+    ] = None,
+) -> str:
+    """Every read route's language (issue 13): ``?lang=zh|en``, else ``Accept-Language`` (zh when
+    Chinese is preferred over English), else en; a bad ``lang`` is 422 naming ``query.lang``. Added
+    to the read routers as a router-level dependency; a route whose text has a language takes it as
+    a parameter too (``Depends(read_lang)``, resolved once). The answer carries
+    ``Content-Language`` and ``Vary: Accept-Language`` (:class:`ContentLanguage`)."""
+    from projections.wording import language
+
+    chosen = lang or language(request.headers.get("accept-language"))
+    request.scope[LANG_SCOPE_KEY] = chosen
+    return chosen
+
+
+class ContentLanguage:
+    """Pure ASGI middleware: an answer to a request that went through :func:`read_lang` carries
+    ``Content-Language`` and ``Vary: Accept-Language`` (unless the route set them itself)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_language(message: Message) -> None:
+            lang = scope.get(LANG_SCOPE_KEY)
+            if message["type"] == "http.response.start" and lang is not None:
+                headers = list(message.get("headers", []))
+                names = {k.lower() for k, _ in headers}
+                if b"content-language" not in names:
+                    headers.append((b"content-language", str(lang).encode()))
+                if b"vary" not in names:
+                    headers.append((b"vary", b"Accept-Language"))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_language)

@@ -24,12 +24,12 @@ from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 import msgspec
-from fastapi import APIRouter, Depends, Header, Path, Query, Response
+from fastapi import APIRouter, Depends, Path, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.api import schemas
-from services.api.deps import TableId, get_container, get_principal
+from services.api.deps import TableId, get_container, get_principal, read_lang
 from services.bootstrap import Container
 from services.errors import NotFound
 from services.store import chain_reads, export
@@ -185,10 +185,7 @@ def hand_report(
     hand: _Hand,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
-    lang: Annotated[
-        Literal["zh", "en"] | None, Query(description="zh or en (default: Accept-Language)")
-    ] = None,
-    accept_language: Annotated[str | None, Header()] = None,
+    language: Annotated[str, Depends(read_lang)],
 ) -> Response:
     """Support keys only. Everything an agent sends a player about one hand, with each event's chain
     hash and the table's head hash so the player can check it (docs/verify.md)."""
@@ -198,7 +195,6 @@ def hand_report(
     from services.store import chain
 
     head, (first, last) = _hand_of(container, principal, table_id, hand, "support")
-    language = lang or audit.language(accept_language)
     tenant = principal.tenant
     # The audit's entries of the hand (rulings, 漏胡, kong chains, wall) from the events up to its
     # end; the settlement and every report of the hand (a settlement_reported may come after the

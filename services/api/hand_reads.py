@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from fastapi import APIRouter, Depends, Header, Path, Response
+from fastapi import APIRouter, Depends, Path, Response
 from starlette.concurrency import run_in_threadpool
 
 from services.api import read_schemas, schemas
-from services.api.deps import TableId, get_container, get_principal
+from services.api.deps import TableId, get_container, get_principal, read_lang
 from services.bootstrap import Container
 from services.db import reading
 from services.errors import NotFound
@@ -51,7 +51,7 @@ async def hand_audit(
     hand: Annotated[int, Path(ge=1, description="the hand's number (1, 2, …)")],
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
-    accept_language: Annotated[str | None, Header()] = None,
+    language: Annotated[str, Depends(read_lang)],
 ) -> Response:
     """Support keys only: the table's ``/audit`` restricted to hand ``hand`` (its rulings, 漏胡,
     kong chains, reported-vs-computed settlements, wall check), with the hash chain over the
@@ -64,7 +64,7 @@ async def hand_audit(
 
     def build() -> dict[str, Any]:
         from domain.events import SettlementReported, decode
-        from projections import audit, hand_audit
+        from projections import hand_audit
         from services.store.hand_span import reports_after, verify_span
 
         got = hand_events(container, tenant, table_id, hand, head.version)
@@ -83,7 +83,7 @@ async def hand_audit(
             if isinstance(event, SettlementReported):
                 reported.append(hand_audit.reported_of(version, event))
         return hand_audit.build_hand(
-            container.engine, table_id, got, reported, chain, head.version, audit.language(accept_language)
+            container.engine, table_id, got, reported, chain, head.version, language
         )
 
     body = await run_in_threadpool(build)

@@ -20,12 +20,20 @@ from typing import Annotated, Any
 
 import msgspec
 import structlog
-from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from services.api import read_schemas, schemas
-from services.api.deps import PRESET_ENUM, TableId, check_table_id, get_container, get_principal, require_role
+from services.api.deps import (
+    PRESET_ENUM,
+    TableId,
+    check_table_id,
+    get_container,
+    get_principal,
+    read_lang,
+    require_role,
+)
 from services.bootstrap import Container
 from services.db import reading
 from services.engine_adapter import Engine
@@ -148,7 +156,7 @@ def _rules_override(request: Request, preset: str | None) -> dict[str, Any] | No
 
     options: dict[str, Any] = {}
     for key, raw in request.query_params.items():
-        if key == "rules":
+        if key in ("rules", "lang"):  # lang: every read's language (deps.read_lang)
             continue
         if key not in OPTION_NAMES:
             raise BadRules(
@@ -335,10 +343,10 @@ async def table_audit(
     table_id: TableId,
     principal: Annotated[Principal, Depends(get_principal)],
     container: Annotated[Container, Depends(get_container)],
-    accept_language: Annotated[str | None, Header()] = None,
+    lang: Annotated[str, Depends(read_lang)],
 ) -> Response:
     """Support keys only: recorded violations, 漏胡, kong chains, reported-vs-computed settlements,
-    wall checks, the hash chain. Messages in Chinese when Accept-Language prefers zh."""
+    wall checks, the hash chain. Messages in Chinese for ``lang=zh`` (or Accept-Language preferring zh)."""
     head = await run_in_threadpool(table_of, container, principal, table_id, "support")
     from projections import audit
 
@@ -354,7 +362,7 @@ async def table_audit(
             [e for _, e, _, _ in stored],
             [(v, r) for v, _, r, _ in stored],
             chain,
-            audit.language(accept_language),
+            lang,
         )
 
     body = await run_in_threadpool(build)

@@ -353,6 +353,7 @@ class KongCoin(_S):
     to: Party
     amount: int
     detail: str
+    detail_zh: str  # the same in Chinese (the timeline issue: Chinese whole)
 
 
 class AuditKong(_S):

@@ -29,6 +29,7 @@ from services.api.deps import (
     get_container,
     get_principal,
     principal_of,
+    read_lang,
     require_role,
 )
 from services.bootstrap import Container
@@ -225,6 +226,7 @@ class FastAppend:
 @router.get(
     "/{table_id}/events",
     operation_id="tables-read_events",
+    dependencies=[Depends(read_lang)],  # every read takes ?lang=zh|en (services/api/deps.py)
     summary="Read a table's stored events in version order",
     response_model=schemas.EventsPage,
     responses={

@@ -349,7 +349,7 @@ def test_a_recorded_violation_is_in_the_audit_and_only_in_its_seats_view(
     )
     assert "漏胡" in ruling["message"] and "passed" in ruling["message"]
     zh = client.get(f"/v1/tables/{table_id}/audit", headers={**support, "Accept-Language": "zh"}).json()
-    assert zh["rulings"][0]["message"].startswith("2号位")
+    assert zh["rulings"][0]["message"].startswith("丙（")  # seat words 甲乙丙 (projections/wording.py)
     (lou,) = audit["lou_hu"]
     assert (lou["seat"], lou["passed"]["event"], lou["passed"]["tile"]) == (2, 3, "5p")
     url = f"/v1/tables/{table_id}/state"

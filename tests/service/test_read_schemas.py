@@ -133,6 +133,7 @@ def answers(app: Any, make_key: Any, container: Any) -> dict[str, list[Any]]:
                     get(settle, support, True, table_id=table_id, hand=n, cap=16)
                 for lang in ("en", "zh"):
                     get(h_audit, {**support, "Accept-Language": lang}, table_id=table_id, hand=n)
+                    get(f"{_T}/hands/{{hand}}/timeline", support, table_id=table_id, hand=n, lang=lang)
                 if n <= 2 and f"{_T}/hands/{{hand}}/report" in got:  # the export routes (another
                     for lang in ("en", "zh"):  # engineer's): a few hands each
                         get(

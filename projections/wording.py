@@ -1,0 +1,202 @@
+"""Words for people: tiles, seats, patterns, kongs, ruling codes and transfer reasons in whole
+Chinese (``zh``) or whole English (``en``) — never a mix (issue 13, "Read it").
+
+Seats: one seat word per seat, the same on every line — 甲 乙 丙 for seats 0, 1, 2 in Chinese
+(fixed seats; winds would suggest seat winds that turn with the dealer), "seat 0/1/2" in
+English — always with the player's id: ``乙（bob）``, ``seat 1 (bob)``. Tiles: ``5筒``, ``4条``,
+``中`` ``发`` ``白`` in Chinese; ``5 dots``, ``4 bamboo``, ``red dragon`` in English (the wire
+names ``5p`` … stay in the structured fields). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from domain.tiles import TILE_NAMES
+
+LANGS = ("zh", "en")
+SEAT_ZH = ("甲", "乙", "丙")
+
+_DRAGON_ZH = {"C": "中", "F": "发", "P": "白"}
+_DRAGON_EN = {"C": "red dragon", "F": "green dragon", "P": "white dragon"}
+
+PATTERNS: dict[str, tuple[str, str]] = {  # id -> (中文名, English name), RULES.md §5
+    "peng_peng_hu": ("碰碰胡", "all triplets"),
+    "ming_si_gui_yi": ("明四归一", "exposed four-in-one"),
+    "an_si_gui_yi": ("暗四归一", "concealed four-in-one"),
+    "qi_dui": ("七对", "seven pairs"),
+    "long_qi_dui": ("龙七对", "dragon seven pairs"),
+    "shuang_long_qi_dui": ("双龙七对", "double dragon seven pairs"),
+    "san_long_qi_dui": ("三龙七对", "triple dragon seven pairs"),
+    "da_san_yuan": ("大三元", "big three dragons"),
+    "xiao_san_yuan": ("小三元", "little three dragons"),
+    "qing_yi_se": ("清一色", "one suit"),
+    "shou_zhua_yi": ("手抓一", "single tile in hand"),
+    "ka_wu_xing": ("卡五星", "closed five"),
+    "gang_shang_kai_hua": ("杠上开花", "win on a kong draw"),
+    "gang_shang_pao": ("杠上炮", "win on a discard after a kong"),
+    "qiang_gang_hu": ("抢杠胡", "robbing a kong"),
+    "hai_di_lao": ("海底捞", "last tile of the wall"),
+    "liang_dao": ("亮倒", "declared ready"),
+}
+
+KONGS: dict[str, tuple[str, str]] = {
+    "concealed": ("暗杠", "concealed kong"),
+    "added": ("补杠", "added kong"),
+    "exposed": ("直杠", "exposed kong"),
+}
+
+REASONS: dict[str, tuple[str, str]] = {  # CONTRACT.md §2 transfer reasons
+    "hu": ("胡牌", "win"),
+    "kong": ("杠钱", "kong money"),
+    "exhausted": ("荒庄", "exhausted wall"),
+    "piao": ("漂", "piao"),
+    "fee": ("服务费", "service fee"),
+}
+
+# Every ruling code (domain/rulings.py) in a few words of each language.
+CODES: dict[str, tuple[str, str]] = {
+    "sequence": ("事件顺序不对", "event out of sequence"),
+    "not_your_turn": ("不是该座位的回合", "not this seat's turn"),
+    "tile_not_held": ("手里没有这张牌", "tile not held"),
+    "tile_count": ("某种牌超过4张", "more than four of a tile"),
+    "wall_mismatch": ("摸牌与牌墙不符", "draw does not match the wall"),
+    "closed": ("牌桌已结束", "table closed"),
+    "bad_rules": ("规则无法解析", "rules do not resolve"),
+    "duplicate_player": ("同一玩家占两个座位", "one player in two seats"),
+    "wrong_win_tile": ("胡的不是这张牌", "hu names another tile"),
+    "not_a_winning_hand": ("不成胡牌牌型", "not a winning hand"),
+    "below_min_multiplier": ("番数不够起胡", "below the minimum multiplier"),
+    "lou_hu": ("漏胡后未摸牌前不能胡别人打的牌", "missed win: no discard win before the next draw"),
+    "claim_on_last_discard": ("最后一张牌不能碰杠", "no claim on the last discard"),
+    "kong_without_wall": ("牌墙已空不能杠", "no kong once the wall is empty"),
+    "added_kong_not_immediate": ("补杠必须当时就杠", "an added kong only with the tile just drawn"),
+    "peng_with_concealed_triplet": ("手里有暗刻不能碰", "no peng with a concealed triplet"),
+    "liang_dao_not_ready": ("亮倒时未听牌", "declared ready without being ready"),
+    "liang_dao_locked": ("亮倒后手牌不能改变", "the hand is locked after declaring"),
+    "liang_dao_kong_changes_waits": ("亮倒后此杠会改变所听的牌", "this kong changes the declared waits"),
+    "liang_dao_min_wall": ("牌墙剩余太少不能亮倒", "too few wall tiles left to declare"),
+    "feeding_declared_wait": ("打出亮倒者所听的牌", "discarded a declared wait"),
+    "rob_kong_disabled": ("本桌不许抢杠胡", "robbing a kong is off"),
+    "multi_win_disabled": ("本桌不许一炮双响", "two winners on one discard is off"),
+    "liang_dao_hidden": ("暗藏的不是暗刻", "tiles kept hidden are not concealed triplets"),
+}
+
+WALL_MODES: dict[str, tuple[str, str]] = {
+    "known": ("牌墙已知，每次摸牌都核对", "wall known: every draw checked against it"),
+    "committed": ("牌墙只给了哈希值，局后公布再核对", "wall committed by its hash, checked when revealed"),
+    "count_only": ("未给出牌墙，只核对每种牌不超过4张", "wall not given: only tile counts checked"),
+}
+WALL_RESULTS: dict[str, tuple[str, str]] = {
+    "ok": ("核对无误", "all checks passed"),
+    "not_revealed": ("尚未公布牌墙", "not revealed yet"),
+    "wall_mismatch": ("摸牌与牌墙不符", "a draw does not match the wall"),
+    "tile_count": ("某种牌超过4张", "more than four of a tile"),
+    "hash_mismatch": ("公布的牌墙与哈希值不符", "the revealed wall does not match its hash"),
+}
+
+
+def pick(lang: str, pair: tuple[str, str]) -> str:
+    return pair[0] if lang == "zh" else pair[1]
+
+
+def tile(name: str, lang: str) -> str:
+    """``tile("5p", "zh") == "5筒"``; ``tile("C", "en") == "red dragon"``."""
+    if name in _DRAGON_ZH:
+        return _DRAGON_ZH[name] if lang == "zh" else _DRAGON_EN[name]
+    number, suit = name[:-1], name[-1]
+    if lang == "zh":
+        return number + ("筒" if suit == "p" else "条")
+    return f"{number} {('dot' if number == '1' else 'dots') if suit == 'p' else 'bamboo'}"
+
+
+def tile_kind(kind: int, lang: str) -> str:
+    return tile(TILE_NAMES[kind], lang)
+
+
+def tiles(names: Sequence[str], lang: str) -> str:
+    return ("、" if lang == "zh" else ", ").join(tile(n, lang) for n in names)
+
+
+def seat(s: int | str | None, players: Sequence[str], lang: str) -> str:
+    """``乙（bob）`` / ``seat 1 (bob)``; the house is 平台 / the house."""
+    if s == "house":
+        return "平台" if lang == "zh" else "the house"
+    if not isinstance(s, int):
+        return "？" if lang == "zh" else "?"
+    who = players[s] if 0 <= s < len(players) else ""
+    if lang == "zh":
+        return SEAT_ZH[s] + (f"（{who}）" if who else "")
+    return f"seat {s}" + (f" ({who})" if who else "")
+
+
+def short_seat(s: int, lang: str) -> str:
+    """The seat word alone, for a seat already named on the line: 丙 / seat 2."""
+    return SEAT_ZH[s] if lang == "zh" else f"seat {s}"
+
+
+def pattern(pid: str, x: int, lang: str) -> str:
+    zh, en = PATTERNS.get(pid, (pid, pid))
+    return f"{zh if lang == 'zh' else en} ×{x}"
+
+
+def patterns(hits: Sequence[tuple[str, int]], lang: str) -> str:
+    if not hits:
+        return "屁胡 ×1" if lang == "zh" else "plain win ×1"
+    return ("，" if lang == "zh" else ", ").join(pattern(p, x, lang) for p, x in hits)
+
+
+def code(c: str, lang: str) -> str:
+    return pick(lang, CODES.get(c, (c, c)))
+
+
+def coins(n: int, lang: str) -> str:
+    return f"{n}分" if lang == "zh" else f"{n} coin{'s' if n != 1 else ''}"
+
+
+def event_no(v: int, lang: str) -> str:
+    return f"第{v}事件" if lang == "zh" else f"event {v}"
+
+
+def language(accept_language: str | None) -> str:
+    """``zh`` when Chinese is preferred over English in ``Accept-Language``, else ``en``."""
+    if not accept_language:
+        return "en"
+    best, best_q = "en", -1.0
+    for part in accept_language.split(","):
+        bits = part.strip().split(";")
+        tag = bits[0].strip().lower()
+        q = 1.0
+        for b in bits[1:]:
+            if b.strip().startswith("q="):
+                try:
+                    q = float(b.strip()[2:])
+                except ValueError:
+                    q = 0.0
+        lang = "zh" if tag.startswith("zh") else ("en" if tag.startswith("en") or tag == "*" else None)
+        if lang is not None and q > best_q:
+            best, best_q = lang, q
+    return best
+
+
+_TILE_RUN = re.compile(r"(?<![A-Za-z0-9_])([1-9]+)([ps])(?![A-Za-z0-9_])")
+_DRAGON_RUN = re.compile(r"(?<![A-Za-z0-9_])([CFP]+)(?![A-Za-z0-9_])")
+_SEAT_NO = re.compile(r"([0-2])号位")
+
+
+def zh_whole(text: str, players: Sequence[str] = ()) -> str:
+    """An engine message in Chinese made whole: tiles in notation (``5p``, ``4556p``, ``CCC``) as
+    Chinese (``5筒``, ``4556筒``, ``中中中``), ``2号位`` as the seat word ``丙``. Codes and option
+    names (``liang_dao_min_wall``) stay as they are, and so do the ``players``' ids (``（P）``)."""
+    kept: dict[str, str] = {}
+    for i, p in enumerate(sorted(set(players), key=len, reverse=True)):
+        if p and f"（{p}）" in text:
+            kept[f"\x00{i}\x00"] = p
+            text = text.replace(f"（{p}）", f"（\x00{i}\x00）")
+    text = _TILE_RUN.sub(lambda m: m[1] + ("筒" if m[2] == "p" else "条"), text)
+    text = _DRAGON_RUN.sub(lambda m: "".join(_DRAGON_ZH[c] for c in m[1]), text)
+    text = _SEAT_NO.sub(lambda m: SEAT_ZH[int(m[1])], text)
+    for mark, p in kept.items():
+        text = text.replace(mark, p)
+    return text

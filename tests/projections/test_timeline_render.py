@@ -1,0 +1,172 @@
+"""The timeline renderer (projections/timeline.py), without a database: given a stream's events →
+when one hand is rendered in zh / en → then one line per event with the engine's rulings inline,
+in one language only."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from domain import engine
+from domain.events import Event, HandStarted, TableClosed, convert
+from projections import timeline, wording
+from tests.paths import GOLDEN
+from tests.projections.helpers import simulated
+from tests.service.streams import load, stream_files
+
+ASCII_WORD = re.compile(r"[A-Za-z]")
+CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+
+
+def hands_of(events: list[Event]) -> dict[int, tuple[Any, Any, list[Any]]]:
+    """hand number -> (state after its hand_started, (v, hand_started, None), later events)."""
+    out: dict[int, tuple[Any, Any, list[Any]]] = {}
+    state = engine.initial()
+    current: int | None = None
+    for v, ev in enumerate(events, start=1):
+        state = engine.replay(state, ev)
+        if isinstance(ev, HandStarted):
+            current = ev.hand
+            out[ev.hand] = (state, (v, ev, None), [])
+        elif isinstance(ev, TableClosed):
+            current = None
+        elif current is not None:
+            out[current][2].append((v, ev, None))
+    return out
+
+
+def render(events: list[Event], hand: int, lang: str) -> dict[str, Any]:
+    start, first, rest = hands_of(events)[hand]
+    return timeline.render(engine, start, first, rest, lang)
+
+
+def decoded(path: Path) -> list[Event]:
+    return [convert(e) for e in load(path)]
+
+
+def line(doc: dict[str, Any], version: int) -> dict[str, Any]:
+    return next(x for x in doc["lines"] if x["version"] == version and x["kind"] not in ("transfer", "net"))
+
+
+def test_a_passed_win_reads_as_the_issue_writes_it_in_both_languages() -> None:
+    events = decoded(GOLDEN / "lou-hu-then-self-draw.jsonl")
+    zh, en = render(events, 1, "zh"), render(events, 1, "en")
+    assert (
+        line(zh, 3)["text"]
+        == "第3事件 甲（alice）打5筒 — 丙可胡（卡五星 ×2，应得2分），选择过 → 漏胡至丙下次摸牌（第6事件）"
+    )
+    assert line(en, 3)["text"] == (
+        "event 3: seat 0 (alice) discards 5 dots — seat 2 could win (closed five ×2, would get 2 coins), "
+        "passed → missed win: no discard win until seat 2's next draw (event 6)"
+    )
+    assert "lou_hu" in line(zh, 3)["codes"]
+    # the restriction blocked the win on bob's 5p at event 5, and the draw at event 6 lifted it
+    assert line(zh, 5)["candidates"][0]["outcome"] == "blocked_by_lou_hu"
+    assert "漏胡" in line(zh, 6)["text"]
+    (lou,) = zh["lou_hu"]
+    assert lou["would_have_paid"] == {
+        "patterns": [{"id": "ka_wu_xing", "x": 2}], "multiplier": 2, "payable": 2, "coins": 2,
+    }  # fmt: skip
+    assert lou["blocked_later_win"] is True and lou["blocked_wins"] == [5]
+    assert lou["lifted_by"] == 6 and lou["passed"] == {"event": 3, "tile": "5p", "from": 0}
+    assert "卡五星" in lou["text"] and "应得2分" in lou["text"]
+
+
+def test_a_kong_chain_names_its_owner_and_the_discard_that_linked_it() -> None:
+    doc = render(decoded(GOLDEN / "kong-chain.jsonl"), 1, "zh")
+    second, third = line(doc, 5)["kong"], line(doc, 8)["kong"]
+    assert second["k"] == 2 and second["linked_by"]["kind"] == "replacement_draw" and second["factor"] == 2
+    assert third["k"] == 3 and third["chain_seat"] == 0 and third["factor"] == 4
+    assert third["linked_by"] == {"event": 7, "kind": "discard", "seat": 0, "tile": "9s"}
+    assert third["coins"] == [{"from": 0, "to": 1, "amount": 8}]
+    assert "甲的杠上杠第3杠" in line(doc, 8)["text"] and "第7事件" in line(doc, 8)["text"]
+
+
+def _accepted(paths: list[Path]) -> list[Path]:
+    """The streams the engine accepts (the others end in an expected refusal: no timeline)."""
+    out = []
+    for path in paths:
+        try:
+            engine.fold(decoded(path))
+        except engine.IllegalEvent:
+            continue
+        out.append(path)
+    return out
+
+
+@pytest.mark.parametrize("path", _accepted(stream_files()), ids=lambda p: p.name)
+def test_every_hand_is_one_line_per_event_in_one_language(path: Path) -> None:
+    check_every_hand(decoded(path))
+
+
+def test_simulated_tables_of_every_preset_read_whole() -> None:
+    markers: set[str] = set()
+    for seed in range(21):
+        events = [convert(e) for e in simulated(seed, hands=3)]
+        check_every_hand(events)
+        for hand in hands_of(events):
+            markers |= {c for x in render(events, hand, "en")["lines"] for c in x["codes"]}
+    assert {"kong", "kong_chain", "liang_dao", "lou_hu", "hu", "exhausted"} <= markers  # all were among them
+
+
+def check_every_hand(events: list[Event]) -> None:
+    players = list(engine.fold(events[:1]).players)
+    for hand, (_, first, rest) in hands_of(events).items():
+        zh, en = render(events, hand, "zh"), render(events, hand, "en")
+        for doc in (zh, en):
+            versions = [x["version"] for x in doc["lines"] if x["kind"] not in ("transfer", "net")]
+            assert versions == [first[0], *(v for v, _, _ in rest)]
+            assert doc["first_event"] == first[0]
+        for x in zh["lines"] + zh["lou_hu"]:
+            text = x["text"]
+            for p in players:
+                text = text.replace(p, "")
+            assert not ASCII_WORD.search(text), x["text"]
+        for x in en["lines"] + en["lou_hu"]:
+            assert not CJK.search(x["text"]), x["text"]
+        settled = [s for s in engine.fold(events).settlements if s.hand == hand]
+        transfers = [x["transfer"] for x in zh["lines"] if x["kind"] == "transfer"]
+        if settled:
+            s = settled[-1]
+            assert [(t["from"], t["to"], t["amount"]) for t in transfers] == [
+                (t.from_, t.to, t.amount) for t in s.transfers
+            ]
+            assert zh["lines"][-1]["net"] == list(s.net)
+
+
+def test_liang_dao_lines_give_the_engine_waits() -> None:
+    found = 0
+    for seed in range(40):
+        events = [convert(e) for e in simulated(seed, hands=3)]
+        final_by_hand = hands_of(events)
+        for hand in final_by_hand:
+            doc = render(events, hand, "zh")
+            for x in doc["lines"]:
+                if x["kind"] != "liang_dao":
+                    continue
+                found += 1
+                state = engine.fold(events[: x["version"]])
+                info = state.hand.liang_dao[x["seat"]]
+                assert x["liang_dao"]["waits"] == [wording.TILE_NAMES[k] for k in info.waits]
+                assert "亮倒" in x["text"] and "听" in x["text"]
+                for tile in x["liang_dao"]["waits"]:
+                    assert wording.tile(tile, "zh") in x["text"]
+        if found >= 3:
+            break
+    assert found >= 1
+
+
+def test_words() -> None:
+    assert [wording.tile(t, "zh") for t in ("5p", "4s", "C", "F", "P")] == ["5筒", "4条", "中", "发", "白"]
+    assert wording.tile("1p", "en") == "1 dot" and wording.tile("C", "en") == "red dragon"
+    assert wording.seat(1, ["a", "bob", "c"], "zh") == "乙（bob）"
+    assert wording.seat(1, ["a", "bob", "c"], "en") == "seat 1 (bob)"
+    assert wording.patterns([], "zh") == "屁胡 ×1"
+    assert wording.language("zh-CN,en;q=0.5") == "zh" and wording.language("en,zh;q=0.2") == "en"
+    assert wording.language(None) == "en"
+    from domain.rulings import ALL_CODES
+
+    assert set(wording.CODES) >= ALL_CODES  # every ruling code has its words
