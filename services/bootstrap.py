@@ -125,6 +125,10 @@ def bootstrap(settings: Settings | None = None, *, url: str | None = None, migra
 
     settings = settings or Settings.from_env()
     logs.configure(settings.log_level)
+    from services import tracing
+
+    if tracing.wanted():  # before any pool connects: psycopg's instrumentation traces every connection
+        tracing.setup()
     url = url or database_url(settings)
     if migrate:
         from services import migrate as migrations

@@ -8,6 +8,8 @@ import sys
 import msgspec
 import structlog
 
+from services import tracing
+
 
 def _dumps(obj: object, **_: object) -> str:
     return msgspec.json.encode(obj, enc_hook=str).decode()
@@ -19,6 +21,7 @@ def configure(level: str = "info") -> None:
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
+            tracing.add_ids,  # trace_id, span_id inside a span (services/tracing.py; off: nothing)
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.dict_tracebacks,
             structlog.processors.JSONRenderer(serializer=_dumps),

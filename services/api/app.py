@@ -60,7 +60,7 @@ def create_app(
             from services.bootstrap import bootstrap
 
             owned = container = app.state.container = bootstrap(settings)
-        metrics.POOLS.add("sync", container.pool)
+        metrics.POOLS.add("sync", getattr(container, "pool", None))
         container.start_projector()
         try:
             yield
@@ -93,6 +93,12 @@ def create_app(
     app.add_middleware(RequestContext)
     if (settings or getattr(container, "settings", None) or Settings()).metrics == "on":
         _add_metrics_route(app)
+    from services import tracing
+
+    if tracing.wanted():  # OTEL_EXPORTER_OTLP_ENDPOINT …: traces (services/tracing.py); off: nothing
+        tracing.setup()
+    if tracing.active():
+        tracing.instrument(app)
     return app
 
 

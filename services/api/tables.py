@@ -19,7 +19,7 @@ from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from services import metrics
+from services import metrics, tracing
 from services.api import schemas
 from services.api.answers import error_answer, retry_after
 from services.api.body import MAX_VERSION, read_append
@@ -109,7 +109,8 @@ async def append(
     require_role(principal, "platform")
     started = time.perf_counter()
     try:
-        result = await _append(container, principal, table_id, headers, receive, fast_path, query)
+        with tracing.span("kwx.append"):
+            result = await _append(container, principal, table_id, headers, receive, fast_path, query)
     except ServiceError as error:
         metrics.observe_refusal(error.body(), time.perf_counter() - started)
         raise

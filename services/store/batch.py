@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from domain.events import Event, canonical_bytes
+from services import tracing
 from services.engine_adapter import Engine
 from services.errors import IllegalEvent, Malformed
 from services.store import chain
@@ -89,7 +90,8 @@ def step(
 ) -> Batch:
     """``events`` stepped from ``state`` (the table at ``version``, its last hash ``previous``);
     ``IllegalEvent`` for the first event the engine refuses."""
-    stepped = engine.step_batch(state, events)
+    with tracing.span("kwx.engine", **{"kwx.events": len(events)}):
+        stepped = engine.step_batch(state, events)
     if stepped.refused is not None:
         i = stepped.refused
         ruling = dict(stepped.refusal or {"rule": "sequence", "message": "refused"})

@@ -13,6 +13,7 @@ anything it cannot place goes to ``EventStore.append`` on an executor thread.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from domain.events import Event
+from services import tracing
 from services.db import RetryIfLost
 from services.engine_adapter import Engine
 from services.errors import IllegalEvent
@@ -189,6 +191,8 @@ async def in_thread(
     """``store.append`` on an executor thread (``retry=False``: its one retry
     after a lost connection is already spent)."""
     call = store.append if retry else partial(store.append, retry=False)
+    if tracing.active():  # the thread's spans (the engine, the SQL) in the request's trace
+        call = partial(contextvars.copy_context().run, call)
     return await asyncio.get_running_loop().run_in_executor(
         _THREADS, call, tenant, table_id, expected_version, events
     )
