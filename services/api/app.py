@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services import metrics
-from services.api import discovery, export, hand_reads, health, read, read_schemas, stats, tables
+from services.api import discovery, export, feed, hand_reads, health, read, read_schemas, stats, tables
 from services.api.answers import error_answer, retry_after
 from services.api.gate import ReadGate
 from services.bootstrap import Container
@@ -64,6 +64,7 @@ def create_app(
         try:
             yield
         finally:
+            feed.stop(app)  # the feed's listener (services/api/feed.py)
             container.stop_projector()
             if owned is not None:
                 owned.close()
@@ -81,6 +82,7 @@ def create_app(
     app.include_router(hand_reads.router)  # issue 13: a hand's audit, from the hand's snapshot
     app.include_router(stats.router)  # projections (issue 4): stats, ledger, leaderboard, discrepancies
     app.include_router(export.router)  # issue 13: verifiable exports, a hand's dispute report
+    app.include_router(feed.router)  # issue 15: the tenant's live feed (SSE, NDJSON long-poll)
     read_schemas.install(app)  # issue 13: the read answers' schemas in the OpenAPI document
     _install_error_handlers(app)
     app.add_middleware(ReadGate)  # reads take turns, fairly by tenant; a backlog is a quick 503
