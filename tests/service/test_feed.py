@@ -165,6 +165,105 @@ def test_parked_events_become_parked_entries() -> None:
     assert all("position" not in r["body"] for r in rows)
 
 
+def test_a_parked_event_is_announced_in_its_tenants_feed_and_the_batch_notifies(
+    private_db: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given the ledger cannot store one hand's entries (amounts no bigint holds) → when the
+    projector runs → then the tenant's feed has a ``parked`` entry for that event (model, error),
+    next to the settlements every other model applied, the seq still dense; and the projector's
+    transaction told the tenant on ``kwx_feed`` (its name the payload, no other tenant's)."""
+    import msgspec
+
+    from domain.events import convert
+    from projections import ledger
+    from projections.model import HandSettled
+
+    store, url = private_db
+    projector = Projector(store.pool, store, engine)
+    projector.catch_up()
+    tenant, poison = "feedpark" + uuid.uuid4().hex[:6], _id()
+    original = ledger.rows
+
+    def rows(fact: Any) -> list[Any]:
+        out = original(fact)
+        if isinstance(fact, HandSettled) and fact.info.table_id == poison and fact.ordinal == 1:
+            return [msgspec.structs.replace(e, amount=e.amount * 10**30) for e in out]
+        return out
+
+    monkeypatch.setattr(ledger, "rows", rows)
+    events = [convert(e) for e in simulated(9101, 2)]
+    with psycopg.connect(url, autocommit=True) as listener:
+        listener.execute("LISTEN kwx_feed")
+        store.append(tenant, poison, 0, events)
+        projector.catch_up()
+        told = {n.payload for n in listener.notifies(timeout=2, stop_after=1)}
+    assert told == {tenant}
+    with psycopg.connect(url) as conn:
+        feed_rows = conn.execute(
+            "SELECT seq, kind, table_id, version, body FROM proj_feed WHERE tenant = %s ORDER BY seq", (tenant,)
+        ).fetchall()
+        (parked_version,) = conn.execute(
+            "SELECT min(version) FROM projection_parked WHERE tenant = %s AND model = 'ledger'", (tenant,)
+        ).fetchone() or (None,)
+    assert parked_version is not None
+    assert [r[0] for r in feed_rows] == list(range(1, len(feed_rows) + 1))
+    parked = [r for r in feed_rows if r[1] == "parked"]
+    assert parked and parked[0][2] == poison and parked[0][3] == parked_version
+    assert parked[0][4]["model"] == "ledger" and parked[0][4]["error_class"] == "NumericValueOutOfRange"
+    assert any(r[1] == "settlement" for r in feed_rows)
+
+
+def test_one_listener_wakes_a_tenants_feeds_and_only_theirs(database_url: str) -> None:
+    """The process's :class:`Hub`: one LISTEN connection; a NOTIFY for a tenant wakes that tenant's
+    subscribers, not another tenant's."""
+    import asyncio
+
+    from services.api.feed import Hub
+    from tests.service.serving import wait_for
+
+    hub = Hub(database_url, 4)
+    hub.acquire()
+    try:
+        wait_for(lambda: hub.listening, 20, "the feed's listener did not LISTEN")
+
+        async def scenario() -> tuple[bool, bool]:
+            mine, theirs = hub.subscribe("feed-a"), hub.subscribe("feed-b")
+            with psycopg.connect(database_url, autocommit=True) as conn:
+                conn.execute("SELECT pg_notify('kwx_feed', 'feed-a')")
+            try:
+                await asyncio.wait_for(mine[1].wait(), 10)
+            except TimeoutError:
+                pass
+            await asyncio.sleep(0.2)
+            hub.unsubscribe("feed-a", mine)
+            hub.unsubscribe("feed-b", theirs)
+            return mine[1].is_set(), theirs[1].is_set()
+
+        assert asyncio.run(scenario()) == (True, False)
+    finally:
+        hub.release()
+        hub.stop()
+
+
+def test_beyond_the_bound_of_open_feeds_a_feed_is_a_503(client: Any, platform: Headers, app: Any) -> None:
+    from services.api.feed import Hub
+
+    hub = getattr(app.state, "feed_hub", None)
+    if hub is None:
+        assert client.get("/v1/feed?format=ndjson", headers=platform).status_code == 200
+        hub = app.state.feed_hub
+    assert isinstance(hub, Hub) and hub.open == 0  # every earlier feed gave its place back
+    hub.open = hub.limit
+    try:
+        r = client.get("/v1/feed", headers=platform)
+        assert r.status_code == 503 and r.json()["error"] == "unavailable"
+        assert "KWX_FEED_MAX" in r.json()["message"]
+    finally:
+        hub.open = 0
+    assert client.get("/v1/feed?format=ndjson", headers=platform).status_code == 200
+    assert hub.open == 0
+
+
 # ---------------------------------------------------------------------------------------- real HTTP
 def _sse_events(response: Any, want: int) -> list[dict[str, Any]]:
     """Read ``want`` events off an open SSE response: [{id, event, data}, …] (comments skipped)."""
