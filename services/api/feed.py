@@ -42,6 +42,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from projections import feed as feed_model
+from services import metrics
 from services.api import schemas
 from services.api.deps import MAX_BIGINT, get_container, get_principal
 from services.bootstrap import Container
@@ -87,6 +88,7 @@ class Hub:
             if self.open >= self.limit:
                 raise Unavailable(f"too many open feeds in this process (KWX_FEED_MAX={self.limit}); retry")
             self.open += 1
+            metrics.FEEDS_OPEN.inc()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="kwx-feed-listen", daemon=True)
                 self._thread.start()
@@ -94,6 +96,7 @@ class Hub:
     def release(self) -> None:
         with self._lock:
             self.open -= 1
+            metrics.FEEDS_OPEN.dec()
 
     def subscribe(self, tenant: str) -> tuple[asyncio.AbstractEventLoop, asyncio.Event]:
         sub = (asyncio.get_running_loop(), asyncio.Event())

@@ -284,6 +284,12 @@ def _sse_events(response: Any, want: int) -> list[dict[str, Any]]:
     return out
 
 
+def _open_feeds(http: Any) -> float:
+    lines = [x for x in http.get("/metrics").text.splitlines() if x.startswith("kwx_feeds_open ")]
+    assert len(lines) == 1, lines
+    return float(lines[0].split()[-1])
+
+
 @pytest.mark.skipif(not Path("/proc").exists(), reason="kwx serve subprocess helpers read /proc")
 def test_sse_and_long_poll_over_real_http_resume_with_nothing_skipped_or_repeated(
     private_db: tuple[Any, str],
@@ -310,9 +316,10 @@ def test_sse_and_long_poll_over_real_http_resume_with_nothing_skipped_or_repeate
             # a stream opened before anything is there; entries come as they are projected
             with http.stream("GET", "/v1/feed", headers=mine, timeout=60) as sse:
                 assert sse.status_code == 200 and sse.headers["content-type"].startswith("text/event-stream")
+                assert _open_feeds(http) == 1  # counted while open (kwx_feeds_open, the gauge)
                 put(mine, simulated(21, 2))
                 put(theirs, simulated(22, 2))
-                first = _sse_events(sse, 1)
+                first = _sse_events(sse, 1)  # (closing its line iterator hangs up: a disconnect)
             # ... the client left after one; more come meanwhile
             put(mine, _wrong_report())
             events, _ = violating(6, 2)
@@ -358,6 +365,9 @@ def test_sse_and_long_poll_over_real_http_resume_with_nothing_skipped_or_repeate
             lines = [json.loads(x) for x in answer["r"].text.splitlines()]
             assert lines and lines[0]["seq"] == total[-1]["seq"] + 1
             assert [e["seq"] for e in lines] == list(range(total[-1]["seq"] + 1, total[-1]["seq"] + 1 + len(lines)))
+
+            # every stream and poll gave its place back (the open-feeds gauge, summed over processes)
+            wait_for(lambda: _open_feeds(http) == 0, 30, "kwx_feeds_open did not come back to 0")
     finally:
         proc.terminate()
         try:
