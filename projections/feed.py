@@ -111,7 +111,9 @@ _INSERT = MultiRowInsert(
 _NOTIFY = f"SELECT pg_notify('{CHANNEL}', t) FROM unnest(%s::text[]) AS t"
 
 
-def page(conn: Connection, tenant: str, after: int, kinds: tuple[str, ...], limit: int) -> list[dict[str, Any]]:
+def page(
+    conn: Connection, tenant: str, after: int, kinds: tuple[str, ...], limit: int
+) -> list[dict[str, Any]]:
     """The tenant's entries after ``seq`` ``after`` of the kinds ``kinds``, in order."""
     cur = conn.execute(
         f"SELECT seq, kind, table_id, version, body::text FROM {feed.name} "

@@ -28,6 +28,7 @@ At most ``KWX_FEED_MAX`` (64) feeds are open per process; one more is ``503 unav
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 from collections.abc import AsyncIterator
@@ -116,10 +117,8 @@ class Hub:
         with self._lock:
             subs = list(self._subs.get(tenant, ()))
         for loop, event in subs:
-            try:
+            with contextlib.suppress(RuntimeError):  # its loop has closed
                 loop.call_soon_threadsafe(event.set)
-            except RuntimeError:  # its loop has closed
-                pass
 
     def stop(self) -> None:
         self._stop.set()
@@ -156,17 +155,17 @@ def stop(app: Any) -> None:
         hub.stop()
 
 
-async def _page(container: Container, tenant: str, after: int, kinds: tuple[str, ...], limit: int) -> list[Any]:
+async def _page(
+    container: Container, tenant: str, after: int, kinds: tuple[str, ...], limit: int
+) -> list[Any]:
     return await run_in_threadpool(
         reading, container.pool, lambda conn: feed_model.page(conn, tenant, after, kinds, limit)
     )
 
 
 async def _wait(event: asyncio.Event, seconds: float) -> None:
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(event.wait(), seconds)
-    except TimeoutError:
-        pass
 
 
 def _cursor(after: int | None, last_event_id: str | None) -> int:
@@ -204,10 +203,11 @@ class _NDJSON(_Release, StreamingResponse):
 router = APIRouter(
     prefix="/v1",
     tags=["feed"],
-    responses=schemas.error_responses(401, 403, 422, 429, 431, 503),  # type: ignore[arg-type]
+    responses=schemas.error_responses(401, 403, 422, 429, 431, 503),
 )
 
 _ENTRY_EXAMPLE = {"seq": 7, "kind": "settlement", "table_id": "t-1", "version": 42, "data": {"hand": 3}}
+_SSE_EXAMPLE = f"id: 7\nevent: settlement\ndata: {_encode(_ENTRY_EXAMPLE).decode()}\n\n"
 
 
 @router.get(
@@ -222,7 +222,7 @@ _ENTRY_EXAMPLE = {"seq": 7, "kind": "settlement", "table_id": "t-1", "version": 
             "`data:` = the entry) that stay open, or NDJSON lines (one entry a line) when asked for.",
             "content": {
                 "text/event-stream": {"schema": {"type": "string"},
-                                      "example": f"id: 7\nevent: settlement\ndata: {_encode(_ENTRY_EXAMPLE).decode()}\n\n"},
+                                      "example": _SSE_EXAMPLE},
                 NDJSON: {"schema": {"type": "string"}, "example": _encode(_ENTRY_EXAMPLE).decode() + "\n"},
             },
         }
@@ -236,7 +236,8 @@ async def live_feed(
         int | None, Query(ge=0, le=MAX_BIGINT, description="entries after this seq (the tenant's own cursor)")
     ] = None,
     wait: Annotated[
-        float, Query(ge=0, le=60, description="NDJSON: seconds to wait for the first entry when none is there")
+        float,
+        Query(ge=0, le=60, description="NDJSON: seconds to wait for the first entry when none is there"),
     ] = 0,
     limit: Annotated[int, Query(ge=1, le=1000, description="NDJSON: at most this many entries")] = 100,
     format: Annotated[
@@ -293,7 +294,13 @@ async def _sse(
 
 
 async def _ndjson(
-    container: Container, hub: Hub, tenant: str, kinds: tuple[str, ...], after: int, wait: float, limit: int,
+    container: Container,
+    hub: Hub,
+    tenant: str,
+    kinds: tuple[str, ...],
+    after: int,
+    wait: float,
+    limit: int,
     poll: float,
 ) -> AsyncIterator[bytes]:
     sub = hub.subscribe(tenant)

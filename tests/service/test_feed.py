@@ -10,6 +10,7 @@ cursors and waits are 422s naming the field; a rebuild gives the same rows."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 import threading
@@ -42,7 +43,9 @@ def _wrong_report() -> list[dict[str, Any]]:
         events = simulated(3000 + seed, 2)
         if any(e["type"] == "settlement_reported" for e in events):
             return [
-                dict(e, transfers=[{"from": 0, "to": 1, "amount": 12345}]) if e["type"] == "settlement_reported" else e
+                dict(e, transfers=[{"from": 0, "to": 1, "amount": 12345}])
+                if e["type"] == "settlement_reported"
+                else e
                 for e in events
             ]
     raise AssertionError("no simulated table reports a settlement")
@@ -135,7 +138,9 @@ def test_the_feed_needs_a_key(client: Any) -> None:
     assert client.get("/v1/feed?format=ndjson").status_code == 401
 
 
-def test_a_rebuild_gives_the_same_feed_rows(client: Any, make_key: Any, projector: Projector, container: Any) -> None:
+def test_a_rebuild_gives_the_same_feed_rows(
+    client: Any, make_key: Any, projector: Projector, container: Any
+) -> None:
     platform = make_key("feedrb" + uuid.uuid4().hex[:8], "platform")
     _fill(client, platform)
     projector.catch_up()
@@ -158,7 +163,8 @@ def test_parked_events_become_parked_entries() -> None:
     ]
     rows = feed.parked_rows(parks)
     assert [(r["tenant"], r["kind"], r["table_id"], r["version"]) for r in rows] == [
-        ("acme", "parked", "t-1", 7), ("acme", "parked", "t-1", 8)
+        ("acme", "parked", "t-1", 7),
+        ("acme", "parked", "t-1", 8),
     ]
     assert rows[0]["body"] == {"model": "ledger", "error_class": "ValueError", "error": "bad amount"}
     assert rows[1]["body"]["error_class"] == "parked_behind"
@@ -200,7 +206,8 @@ def test_a_parked_event_is_announced_in_its_tenants_feed_and_the_batch_notifies(
     assert told == {tenant}
     with psycopg.connect(url) as conn:
         feed_rows = conn.execute(
-            "SELECT seq, kind, table_id, version, body FROM proj_feed WHERE tenant = %s ORDER BY seq", (tenant,)
+            "SELECT seq, kind, table_id, version, body FROM proj_feed WHERE tenant = %s ORDER BY seq",
+            (tenant,),
         ).fetchall()
         (parked_version,) = conn.execute(
             "SELECT min(version) FROM projection_parked WHERE tenant = %s AND model = 'ledger'", (tenant,)
@@ -230,10 +237,8 @@ def test_one_listener_wakes_a_tenants_feeds_and_only_theirs(database_url: str) -
             mine, theirs = hub.subscribe("feed-a"), hub.subscribe("feed-b")
             with psycopg.connect(database_url, autocommit=True) as conn:
                 conn.execute("SELECT pg_notify('kwx_feed', 'feed-a')")
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(mine[1].wait(), 10)
-            except TimeoutError:
-                pass
             await asyncio.sleep(0.2)
             hub.unsubscribe("feed-a", mine)
             hub.unsubscribe("feed-b", theirs)
@@ -308,6 +313,7 @@ def test_sse_and_long_poll_over_real_http_resume_with_nothing_skipped_or_repeate
                                      KWX_FEED_HEARTBEAT="1")  # fmt: skip
     try:
         with httpx.Client(base_url=base, timeout=30) as http:
+
             def put(headers: Headers, events: list[dict[str, Any]]) -> None:
                 r = http.post(f"/v1/tables/{_id()}/events", json={"expected_version": 0, "events": events},
                               headers=headers)  # fmt: skip
@@ -329,10 +335,13 @@ def test_sse_and_long_poll_over_real_http_resume_with_nothing_skipped_or_repeate
                 r = http.get("/v1/feed?format=ndjson&limit=1000", headers=mine)
                 return [json.loads(x) for x in r.text.splitlines()]
 
-            from tests.service.serving import wait_for
+            from tests.service.serving import projector_behind, wait_for
 
-            total = wait_for(lambda: (lambda e: e if {x["kind"] for x in e} >= {"ruling", "discrepancy"} else None)(
-                everything()), 60, "the projector child did not project the appends")  # fmt: skip
+            wait_for(
+                lambda: projector_behind(url) == 0, 60, "the projector child did not project the appends"
+            )
+            total = everything()
+            assert {"settlement", "ruling", "discrepancy"} <= {e["kind"] for e in total}
             assert [e["seq"] for e in total] == list(range(1, len(total) + 1))
             # resume with Last-Event-ID: the rest, once, in order
             with http.stream("GET", "/v1/feed", headers={**mine, "Last-Event-ID": first[0]["id"]},
@@ -345,10 +354,11 @@ def test_sse_and_long_poll_over_real_http_resume_with_nothing_skipped_or_repeate
             # heartbeats: a comment while idle (KWX_FEED_HEARTBEAT=1 here)
             with http.stream("GET", "/v1/feed", headers={**mine, "Last-Event-ID": str(total[-1]["seq"])},
                              timeout=30) as sse:  # fmt: skip
-                lines = sse.iter_lines()
-                assert next(line for line in lines if line).startswith(":")
+                assert next(line for line in sse.iter_lines() if line).startswith(":")
             # the other tenant's feed holds its own table only, numbered from 1
-            other = [json.loads(x) for x in http.get("/v1/feed?format=ndjson", headers=theirs).text.splitlines()]
+            other = [
+                json.loads(x) for x in http.get("/v1/feed?format=ndjson", headers=theirs).text.splitlines()
+            ]
             assert other and [e["seq"] for e in other] == list(range(1, len(other) + 1))
             assert not {e["table_id"] for e in other} & {e["table_id"] for e in total}
 
@@ -356,7 +366,9 @@ def test_sse_and_long_poll_over_real_http_resume_with_nothing_skipped_or_repeate
             answer: dict[str, Any] = {}
 
             def poll() -> None:
-                answer["r"] = http.get(f"/v1/feed?format=ndjson&after={total[-1]['seq']}&wait=45", headers=mine)
+                answer["r"] = http.get(
+                    f"/v1/feed?format=ndjson&after={total[-1]['seq']}&wait=45", headers=mine
+                )
 
             waiter = threading.Thread(target=poll)
             waiter.start()
@@ -364,7 +376,9 @@ def test_sse_and_long_poll_over_real_http_resume_with_nothing_skipped_or_repeate
             waiter.join(60)
             lines = [json.loads(x) for x in answer["r"].text.splitlines()]
             assert lines and lines[0]["seq"] == total[-1]["seq"] + 1
-            assert [e["seq"] for e in lines] == list(range(total[-1]["seq"] + 1, total[-1]["seq"] + 1 + len(lines)))
+            assert [e["seq"] for e in lines] == list(
+                range(total[-1]["seq"] + 1, total[-1]["seq"] + 1 + len(lines))
+            )
 
             # every stream and poll gave its place back (the open-feeds gauge, summed over processes)
             wait_for(lambda: _open_feeds(http) == 0, 30, "kwx_feeds_open did not come back to 0")
