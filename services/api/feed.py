@@ -20,7 +20,7 @@ dashboard's cursor is the same ``seq``, so its entries skip the numbers of the k
 
 Cheap streams: the route answers (its headers) before it waits, so the read gate's turn
 (services/api/gate.py) is given back at once; one listener connection per process (``LISTEN
-kwx_feed``, :class:`Hub`) wakes the streams of a tenant when the projector's transaction commits,
+kwx_feed``, :class:`services.feed_hub.Hub`) wakes the streams of a tenant when the projector's transaction commits,
 with a poll every ``KWX_FEED_POLL`` seconds (2) as the fallback; each page is a short pooled read.
 At most ``KWX_FEED_MAX`` (64) feeds are open per process; one more is ``503 unavailable``.
 """
@@ -30,12 +30,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import threading
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 import msgspec
-import psycopg
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
@@ -43,12 +41,12 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from projections import feed as feed_model
-from services import metrics
 from services.api import schemas
 from services.api.deps import MAX_BIGINT, get_container, get_principal
 from services.bootstrap import Container
 from services.db import reading
-from services.errors import Malformed, Unavailable
+from services.errors import Malformed
+from services.feed_hub import Hub
 from services.logs import get_logger
 from services.store.keys import Principal
 
@@ -68,77 +66,6 @@ def _env_float(name: str, default: float) -> float:
         return float(os.environ.get(name, default))
     except ValueError:
         return default
-
-
-class Hub:
-    """One per process: a thread LISTENs on ``kwx_feed`` (the projector NOTIFYs each tenant with new
-    rows, in its transaction) and wakes that tenant's open feeds; counts the open feeds."""
-
-    def __init__(self, conninfo: str, limit: int) -> None:
-        self.conninfo = conninfo
-        self.limit = limit
-        self.open = 0
-        self._subs: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.listening = False
-
-    def acquire(self) -> None:
-        with self._lock:
-            if self.open >= self.limit:
-                raise Unavailable(f"too many open feeds in this process (KWX_FEED_MAX={self.limit}); retry")
-            self.open += 1
-            metrics.FEEDS_OPEN.inc()
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="kwx-feed-listen", daemon=True)
-                self._thread.start()
-
-    def release(self) -> None:
-        with self._lock:
-            self.open -= 1
-            metrics.FEEDS_OPEN.dec()
-
-    def subscribe(self, tenant: str) -> tuple[asyncio.AbstractEventLoop, asyncio.Event]:
-        sub = (asyncio.get_running_loop(), asyncio.Event())
-        with self._lock:
-            self._subs.setdefault(tenant, set()).add(sub)
-        return sub
-
-    def unsubscribe(self, tenant: str, sub: tuple[asyncio.AbstractEventLoop, asyncio.Event]) -> None:
-        with self._lock:
-            subs = self._subs.get(tenant)
-            if subs is not None:
-                subs.discard(sub)
-                if not subs:
-                    del self._subs[tenant]
-
-    def _wake(self, tenant: str) -> None:
-        with self._lock:
-            subs = list(self._subs.get(tenant, ()))
-        for loop, event in subs:
-            with contextlib.suppress(RuntimeError):  # its loop has closed
-                loop.call_soon_threadsafe(event.set)
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(3)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                with psycopg.connect(self.conninfo, autocommit=True) as conn:
-                    conn.execute(f"LISTEN {feed_model.CHANNEL}")
-                    self.listening = True
-                    while not self._stop.is_set():
-                        for note in conn.notifies(timeout=0.5):
-                            self._wake(note.payload)
-            except psycopg.Error as exc:  # the streams poll meanwhile; listen again in a second
-                self.listening = False
-                log.warning("feed_listen_lost", error=str(exc)[:300])
-                self._stop.wait(1.0)
-        self.listening = False
 
 
 def hub_of(request: Request, container: Container) -> Hub:

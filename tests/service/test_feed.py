@@ -225,7 +225,7 @@ def test_one_listener_wakes_a_tenants_feeds_and_only_theirs(database_url: str) -
     subscribers, not another tenant's."""
     import asyncio
 
-    from services.api.feed import Hub
+    from services.feed_hub import Hub
     from tests.service.serving import wait_for
 
     hub = Hub(database_url, 4)
@@ -251,7 +251,7 @@ def test_one_listener_wakes_a_tenants_feeds_and_only_theirs(database_url: str) -
 
 
 def test_beyond_the_bound_of_open_feeds_a_feed_is_a_503(client: Any, platform: Headers, app: Any) -> None:
-    from services.api.feed import Hub
+    from services.feed_hub import Hub
 
     hub = getattr(app.state, "feed_hub", None)
     if hub is None:
