@@ -22,7 +22,8 @@ Cheap streams: the route answers (its headers) before it waits, so the read gate
 (services/api/gate.py) is given back at once; one listener connection per process (``LISTEN
 kwx_feed``, :class:`services.feed_hub.Hub`) wakes the streams of a tenant when the projector's
 transaction commits, with a poll every ``KWX_FEED_POLL`` seconds (2) as the fallback; each page
-is a short pooled read. At most ``KWX_FEED_MAX`` (64) feeds are open per process; one more is ``503 unavailable``.
+is a short pooled read. At most ``KWX_FEED_MAX`` (64) feeds are open per process; one more is
+``503 unavailable``.
 """
 
 from __future__ import annotations
