@@ -21,9 +21,10 @@ No log position is stored in a body or sent: positions count every tenant's even
 
 A rebuild (``kwx projections rebuild feed``) derives settlements, rulings and discrepancies again
 from the log, in the same order and so with the same ``seq``; ``parked`` entries are written by the
-projector when it parks an event (:func:`parked_rows`), not derived from the log, so a rebuild
-does not issue them again (the parked events themselves are ``GET /v1/parked``'s and
-``kwx projections status``'s).
+projector when it parks an event (:func:`parked_rows`), not derived from the log, so a rebuild of
+the feed alone does not issue them again (the parked events themselves are
+``GET /v1/projections/parked``'s and ``kwx projections status``'s); a rebuild of every model parks
+the poison again and so announces it again.
 """
 
 from __future__ import annotations
