@@ -310,7 +310,7 @@ def test_sse_and_long_poll_over_real_http_resume_with_nothing_skipped_or_repeate
     theirs = {"Authorization": f"Bearer {keys.create('feedother', 'platform')}"}
     folder = Path(tempfile.mkdtemp(prefix="kwx-feed-"))
     proc, base, _ = serve_subprocess(url, folder / "serve.out", workers=1, KWX_PROJECTOR="on",
-                                     KWX_FEED_HEARTBEAT="1")  # fmt: skip
+                                     KWX_FEED_HEARTBEAT="1", KWX_READ_CONCURRENCY="1")  # fmt: skip
     try:
         with httpx.Client(base_url=base, timeout=30) as http:
 
@@ -323,6 +323,9 @@ def test_sse_and_long_poll_over_real_http_resume_with_nothing_skipped_or_repeate
             with http.stream("GET", "/v1/feed", headers=mine, timeout=60) as sse:
                 assert sse.status_code == 200 and sse.headers["content-type"].startswith("text/event-stream")
                 assert _open_feeds(http) == 1  # counted while open (kwx_feeds_open, the gauge)
+                # one read at a time in this process (KWX_READ_CONCURRENCY=1): the open stream holds no
+                # turn, so other reads answer (a held turn: 503 after KWX_READ_WAIT, 2 s)
+                assert http.get("/v1/tables", headers=mine).status_code == 200
                 put(mine, simulated(21, 2))
                 put(theirs, simulated(22, 2))
                 first = _sse_events(sse, 1)  # (closing its line iterator hangs up: a disconnect)
