@@ -21,6 +21,7 @@ from projections.model import (
     HandSettled,
     LouHuIncurred,
     ReportedLine,
+    RulingRecorded,
     SettlementCompared,
     SnapshotTaken,
     TableInfo,
@@ -175,9 +176,29 @@ def advance_row(
     # Most events (draws, discards) give no fact: no settlement added, no 漏胡 logged.
     new_lou_hu = _lou_hu_may_differ(before, after)
     if not new_lou_hu and kind not in _MAY_GIVE_FACTS and after.settlements is before.settlements:
-        return []
+        if ruling is None or ruling is RECHECK:
+            return []
+        return [_ruled(info, EventRef(version=version, position=position, tx_id=tx_id), event, after, ruling)]
     at = EventRef(version=version, position=position, tx_id=tx_id)
-    return _facts(engine, ctx, info, at, event, kind, before, after, new_lou_hu)
+    facts = _facts(engine, ctx, info, at, event, kind, before, after, new_lou_hu)
+    if ruling is not None and ruling is not RECHECK:
+        facts.insert(0, _ruled(info, at, event, after, ruling))
+    return facts
+
+
+def _ruled(info: TableInfo, at: EventRef, event: Event, after: Any, ruling: Any) -> RulingRecorded:
+    """The recorded violation stored with the event (``events.ruling``, JSON text); ``hand``: the
+    hand last started at the table (None before the first)."""
+    fields = _ruling_fields.decode(ruling)
+    detail = fields.get("detail")
+    hand_no = getattr(after, "hand_no", 0)
+    return RulingRecorded(
+        info=info, at=at, event_type=str(event.__struct_config__.tag),
+        hand=hand_no if isinstance(hand_no, int) and hand_no > 0 else None,
+        rule=str(fields.get("rule", "")), kind=str(fields.get("kind", "")),
+        message=str(fields.get("message", "")), message_zh=str(fields.get("message_zh", "")),
+        detail=detail if isinstance(detail, dict) else {},
+    )  # fmt: skip
 
 
 def _facts(

@@ -7,6 +7,8 @@ Every projection is a pure function of these facts (``rows(fact) -> list[row]``)
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from domain.facts import HandRecord, Settlement
@@ -82,4 +84,20 @@ class SnapshotTaken(msgspec.Struct, frozen=True, kw_only=True):
     state: bytes
 
 
-Fact = HandSettled | SettlementCompared | LouHuIncurred | SnapshotTaken
+class RulingRecorded(msgspec.Struct, frozen=True, kw_only=True):
+    """An event was stored with a ruling: a rule violation recorded (``violations: record``), as
+    the append stored it (``events.ruling``). Only the projector's fold gives it (a read's fold
+    recomputes rulings and gives none)."""
+
+    info: TableInfo
+    at: EventRef
+    event_type: str
+    hand: int | None
+    rule: str
+    kind: str
+    message: str
+    message_zh: str = ""
+    detail: dict[str, Any] = {}
+
+
+Fact = HandSettled | SettlementCompared | LouHuIncurred | SnapshotTaken | RulingRecorded

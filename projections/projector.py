@@ -49,7 +49,7 @@ from sqlalchemy import delete
 from sqlalchemy.dialects.postgresql import insert
 
 from domain.engine import Replayer
-from projections import parked, registry
+from projections import feed, parked, registry
 from projections.derive import TableCtx, Unreadable, advance_row, new_ctx
 from projections.log import CHECKPOINTS, LogPlace, read_page, stale
 from projections.model import Fact
@@ -327,7 +327,7 @@ class Projector:
                     if counts[name] and out:
                         assert span is not None
                         parks += _write_isolating(conn, name, module, out, span, blocked)
-                self._write_parks(conn, parks)
+                self._write_parks(conn, parks, names)
                 if moved:
                     conn.execute(_MOVE, (*last, moved, [counts[n] for n in moved], _parked_by(moved, parks)))
             else:
@@ -338,7 +338,7 @@ class Projector:
                         if counts[name]:
                             module.write(conn, rows[name])
                     if parks:
-                        self._write_parks(conn, parks)
+                        self._write_parks(conn, parks, names)
                     if moved:  # every model's checkpoint in one statement, after its rows
                         conn.execute(
                             _MOVE, (*last, moved, [counts[n] for n in moved], _parked_by(moved, parks))
@@ -350,10 +350,12 @@ class Projector:
                 self.on_batch({name: counts[name] for name in moved}, sum(p.error is not None for p in parks))
             return len(events)
 
-    def _write_parks(self, conn: Connection, parks: list[Park]) -> None:
+    def _write_parks(self, conn: Connection, parks: list[Park], names: Sequence[str] = ()) -> None:
         if not parks:
             return
         parked.insert(conn, parks)
+        if feed.NAME in names:  # the tenants' feeds announce them (projections/feed.py)
+            feed.write(conn, feed.parked_rows(parks))
         for p in parks:
             if p.error is not None:
                 log.error(

@@ -243,6 +243,19 @@ discovery_hands = Table(
     Column("at", DateTime(timezone=True), nullable=True),
 )
 
+# Read model ``feed`` (projections/feed.py, migration 0011): the tenant's live feed.
+feed = Table(
+    "proj_feed",
+    metadata,
+    Column("tenant", Text, primary_key=True),
+    # 1, 2, … per tenant in the order the projector applied the entries (no gaps): the cursor
+    Column("seq", BigInteger, primary_key=True),
+    Column("kind", String(16), nullable=False),  # settlement | ruling | discrepancy | parked
+    Column("table_id", String(64), nullable=False),
+    Column("version", Integer, nullable=False),  # the table's event that gave the entry
+    Column("body", JSONB, nullable=False),
+)
+
 # projection name -> the tables it owns (emptied by a rebuild)
 OWNED: dict[str, tuple[Table, ...]] = {
     "hand_settlements": (hand_settlements,),
@@ -251,4 +264,5 @@ OWNED: dict[str, tuple[Table, ...]] = {
     "discrepancies": (discrepancies,),
     "snapshots": (snapshots,),
     "discovery": (discovery_tables, discovery_players, discovery_hands),
+    "feed": (feed,),
 }

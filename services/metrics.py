@@ -22,6 +22,8 @@ What is measured, by name (units as Prometheus and OpenTelemetry name them: ``_s
   ``kwx_db_pool_waits_total{pool}`` (``pool``: ``sync``, or ``async`` for the append's own pool).
 * ``kwx_chain_verification_failures_total``: tables whose hash chain failed a check in a serving
   process (the audit checks it).
+* ``kwx_feeds_open``: live feeds (``GET /v1/feed``, SSE streams and NDJSON long-polls) open now,
+  summed over the processes (services/api/feed.py; ``KWX_FEED_MAX`` bounds each process's).
 
 No label ever holds a tenant, a table id, a key or a player: ``/metrics`` needs no key.
 """
@@ -70,6 +72,7 @@ APPEND_DURATION = Histogram(
 )
 PROJECTION_EVENTS = Counter("kwx_projection_events", "Events applied by the projector, by model", ["model"])
 PROJECTION_PARKED = Counter("kwx_projection_parked", "Events the projector parked with an error")
+FEEDS_OPEN = Gauge("kwx_feeds_open", "Live feeds (GET /v1/feed) open", multiprocess_mode="livesum")
 CHAIN_FAILURES = Counter(
     "kwx_chain_verification_failures", "Tables whose hash chain failed a check in a serving process"
 )

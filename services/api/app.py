@@ -28,7 +28,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services import metrics
-from services.api import discovery, export, hand_reads, health, read, read_schemas, stats, tables, timeline
+from services.api import (
+    discovery,
+    export,
+    feed,
+    hand_reads,
+    health,
+    read,
+    read_schemas,
+    stats,
+    tables,
+    timeline,
+)
 from services.api.answers import error_answer, retry_after
 from services.api.deps import ContentLanguage, read_lang
 from services.api.gate import ReadGate
@@ -65,6 +76,7 @@ def create_app(
         try:
             yield
         finally:
+            feed.stop(app)  # the feed's listener (services/api/feed.py)
             container.stop_projector()
             if owned is not None:
                 owned.close()
@@ -84,6 +96,7 @@ def create_app(
     app.include_router(timeline.router, dependencies=lang)  # issue 13: a hand in plain zh / en
     app.include_router(stats.router, dependencies=lang)  # issue 4: stats, ledger, leaderboard, discrepancies
     app.include_router(export.router, dependencies=lang)  # issue 13: exports, a hand's dispute report
+    app.include_router(feed.router, dependencies=lang)  # issue 15: the tenant's live feed (SSE, NDJSON)
     read_schemas.install(app)  # issue 13: the read answers' schemas in the OpenAPI document
     _install_error_handlers(app)
     app.add_middleware(ReadGate)  # reads take turns, fairly by tenant; a backlog is a quick 503

@@ -93,9 +93,13 @@ def test_every_operation_against_the_openapi_document(
         # negative case that leaves the key out on purpose is sent without one (401); only platform
         # keys append
         headers.update(fuzz_keys["platform" if case.method == "POST" else next(ROLES)])
+    checks = CHECKS
+    if case.path == "/v1/feed":  # the live feed: its long-poll, not waiting (an SSE stream never ends)
+        case.query = {**(case.query or {}), "format": "ndjson", "wait": 0}
+        checks = CHECKS[:-1]  # a negative format / wait was made valid here
     response = case.call(app=app, headers=headers)
     _check_error_body(response)
-    case.validate_response(response, checks=CHECKS)
+    case.validate_response(response, checks=checks)
     if case.path_parameters and "table_id" in case.path_parameters:
         # the same request on a table that exists; a negative case may become valid here
         case.path_parameters = {**case.path_parameters, "table_id": fuzz_table}

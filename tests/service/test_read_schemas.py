@@ -158,6 +158,8 @@ def answers(app: Any, make_key: Any, container: Any) -> dict[str, list[Any]]:
             get("/v1/leaderboard", dashboard, by=by, order="asc", limit=3)
         get("/v1/leaderboard", dashboard, since="2000-01-01", until="2100-01-01", min_hands=1)
         get("/v1/discrepancies", support)
+        if "/v1/feed" in got:  # the live feed (issue 15): its NDJSON long-poll, lines of text
+            get("/v1/feed", support, format="ndjson", limit=50)
         get("/v1/tables", support)
         get("/v1/health", {})
         for probe in ("/v1/health/live", "/v1/health/ready"):

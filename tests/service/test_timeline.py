@@ -228,14 +228,17 @@ def test_every_read_route_answers_lang_and_refuses_a_bad_one(
     table_id = _new_id()
     append(client, platform, table_id, load(CONFORMANCE / "double-win.jsonl"))
     fill = {"{table_id}": table_id, "{player_id}": "alice", "{hand}": "1"}
+    # the feed's SSE stream never ends in process: its long-poll form, answering at once
+    extra = {"/v1/feed": "&format=ndjson&wait=0"}
     for path, _ in _get_routes():
         url = path
         for k, v in fill.items():
             url = url.replace(k, v)
-        bad = client.get(url + "?lang=xx", headers=support)
+        more = extra.get(path, "")
+        bad = client.get(url + "?lang=xx" + more, headers=support)
         assert bad.status_code == 422 and bad.json()["field"] == "query.lang", (path, bad.text)
         for lang, accept in (("zh", "en"), ("en", "zh-CN")):
-            r = client.get(f"{url}?lang={lang}", headers={**support, "Accept-Language": accept})
+            r = client.get(f"{url}?lang={lang}{more}", headers={**support, "Accept-Language": accept})
             assert r.status_code < 500, (path, r.text)
             assert r.headers.get("content-language") == lang, (path, r.status_code)
             assert "Accept-Language" in r.headers.get("vary", ""), path
