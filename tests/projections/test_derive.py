@@ -6,6 +6,7 @@ event with its stored ruling (as the projector does) equals folding with every c
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -13,7 +14,14 @@ import pytest
 from domain import engine
 from domain.events import Event, convert
 from projections.derive import Unreadable, advance, new_ctx, stored_ruling
-from projections.model import EventRef, HandSettled, LouHuIncurred, SettlementCompared, SnapshotTaken
+from projections.model import (
+    EventRef,
+    HandSettled,
+    LouHuIncurred,
+    RulingRecorded,
+    SettlementCompared,
+    SnapshotTaken,
+)
 from tests.projections.helpers import PRESETS, simulated, violating
 
 
@@ -138,7 +146,11 @@ def test_applying_the_stored_ruling_equals_folding_with_checks(seed: int) -> Non
         rechecked_facts += advance(engine, rechecked, event, at)
     assert trusted.state == folded == rechecked.state
     assert engine.encode_state(trusted.state) == engine.encode_state(folded)
-    assert trusted_facts == rechecked_facts
+    # the same facts, and with the stored ruling also one RulingRecorded per ruling (the feed's)
+    recorded = [f for f in trusted_facts if isinstance(f, RulingRecorded)]
+    assert [f for f in trusted_facts if not isinstance(f, RulingRecorded)] == rechecked_facts
+    assert [f.rule for f in recorded] == [json.loads(r)["rule"] for _, r in stored if r is not None]
+    assert sorted(f.rule for f in recorded) == sorted(codes)
     assert len(folded.rulings) == len(codes)
     settled = [f.settlement for f in trusted_facts if isinstance(f, HandSettled)]
     assert settled == list(folded.settlements)
