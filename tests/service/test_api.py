@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.service.serving import wait_for
 from tests.service.streams import legal_table
 
 pytestmark = pytest.mark.db
@@ -57,9 +58,17 @@ def test_health_says_how_far_the_read_models_are_behind(pg_cluster: Any) -> None
             Projector(container.pool, container.store, engine, names=["ledger"]).catch_up()
             # the other four read models have no checkpoint yet: still behind
             assert client.get("/v1/health").json()["projections"]["caught_up"] is False
-            Projector(container.pool, container.store, engine).catch_up()
+            projector = Projector(container.pool, container.store, engine)
             caught_up = {"caught_up": True, "lag_seconds": 0.0, "parked": 0, "stale": []}
-            assert client.get("/v1/health").json()["projections"] == caught_up
+
+            # The projector reads only below the cluster's oldest open transaction (the log's
+            # gap-free fence, docs/operations.md): another database's long transaction on a shared
+            # server holds it back for a while, so catch up until health says so (bounded).
+            def projected() -> bool:
+                projector.catch_up()
+                return bool(client.get("/v1/health").json()["projections"] == caught_up)
+
+            wait_for(projected, 120, "the read models did not catch up")
     finally:
         container.close()
 
