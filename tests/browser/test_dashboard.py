@@ -6,15 +6,20 @@ feed newest first — and it says plainly when a key's role may not read somethi
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Desk, sign_in
 
 ROOT = Path(__file__).resolve().parents[2]
+STATS_JS = """tds => tds.map(td =>
+  [td.dataset.block, td.parentElement.dataset.stat, td.dataset.value, td.textContent])"""
+BOARD_JS = """trs => trs.map(tr => [tr.dataset.player, Number(tr.dataset.rank), tr.dataset.value,
+  Object.fromEntries([...tr.querySelectorAll('td[data-stat]')]
+    .map(td => [td.dataset.stat, td.dataset.value]))])"""
 
 
 def open_dashboard(page: Any, desk: Desk, role: str = "dashboard", query: str = "") -> None:
@@ -25,10 +30,7 @@ def open_dashboard(page: Any, desk: Desk, role: str = "dashboard", query: str = 
 
 def shown_stats(page: Any) -> dict[str, dict[str, Any]]:
     """{block: {stat: value}} as the stats table shows them (the cells' data-value)."""
-    cells = page.eval_on_selector_all(
-        "#stats-of td[data-block]",
-        "tds => tds.map(td => [td.dataset.block, td.parentElement.dataset.stat, td.dataset.value, td.textContent])",
-    )
+    cells = page.eval_on_selector_all("#stats-of td[data-block]", STATS_JS)
     out: dict[str, dict[str, Any]] = {}
     for block, stat, value, text in cells:
         parsed = json.loads(value)
@@ -88,3 +90,124 @@ def test_the_chart_pages_through_the_ledger(page: Any, desk: Desk) -> None:
     page.focus("svg.chart")
     page.keyboard.press("ArrowRight")
     expect(page.locator("svg.chart g.tip")).to_have_attribute("data-y", str(ledger["balance"]))
+
+
+def shown_board(page: Any) -> list[tuple[str, int, Any, dict[str, Any]]]:
+    """(player, rank, value, {stat: value}) of each leaderboard row, top to bottom."""
+    rows = page.eval_on_selector_all("#board-table tbody tr", BOARD_JS)
+    return [(p, r, json.loads(v), {k: json.loads(x) for k, x in cells.items()}) for p, r, v, cells in rows]
+
+
+def expected_board(answer: dict[str, Any], keys: list[str]) -> list[tuple[str, int, Any, dict[str, Any]]]:
+    ratios = set(answer["players"][0]["ratios"]) if answer["players"] else set()
+    return [
+        (
+            row["player_id"],
+            row["rank"],
+            row["value"],
+            {k: (row["ratios"][k] if k in ratios else row[k]) for k in keys},
+        )
+        for row in answer["players"]
+    ]
+
+
+def board_query(**asked: Any) -> str:
+    """The query the page read its board with (data-query): the API's parameter order, empty ones left out."""
+    names = ("by", "order", "preset", "since", "until", "min_hands", "offset", "limit")
+    full = {"min_hands": 0, "offset": 0, **asked}
+    return urlencode([(k, full[k]) for k in names if full.get(k, "") != ""])
+
+
+def board_is(page: Any, by: str, order: str) -> None:
+    table = page.locator("#board-table")
+    expect(table).to_have_attribute("data-by", by)
+    expect(table).to_have_attribute("data-order", order)
+
+
+def test_clicking_each_column_sorts_the_board_as_the_api_does_both_ways(page: Any, desk: Desk) -> None:
+    keys = sortable()
+    open_dashboard(page, desk)
+    board_is(page, "net_coins", "desc")
+    page.locator("#board-table th[data-sort=net_coins] button").click()
+    board_is(page, "net_coins", "asc")
+    page.locator("#board-table th[data-sort=net_coins] button").click()
+    board_is(page, "net_coins", "desc")
+    assert shown_board(page) == expected_board(desk.api("/v1/leaderboard", "dashboard", limit=25), keys)
+    options = page.eval_on_selector_all("#by option", "os => os.map(o => o.value)")
+    assert options == keys  # every statistic the API ranks by, in its order
+    seen_orders = set()
+    for by in keys:
+        header = page.locator(f"#board-table th[data-sort={by}] button")
+        header.click()
+        first = "desc"  # another column starts high; clicking the sorted one flips it
+        board_is(page, by, first)
+        for order in (first, "asc" if first == "desc" else "desc"):
+            if order != first:
+                page.locator(f"#board-table th[data-sort={by}] button").click()
+                board_is(page, by, order)
+            answer = desk.api("/v1/leaderboard", "dashboard", by=by, order=order, limit=25)
+            assert shown_board(page) == expected_board(answer, keys), (by, order)
+            seen_orders.add(tuple(p for p, *_ in shown_board(page)))
+        assert f"by={by}" in page.url or by == "net_coins"
+    assert len(seen_orders) > 2  # the sorts really rank differently
+
+
+def test_period_preset_minimum_and_paging_equal_the_api(page: Any, desk: Desk) -> None:
+    keys = sortable()
+    open_dashboard(page, desk, query="?limit=2&by=wins&order=asc")
+    board_is(page, "wins", "asc")
+    offset, seen = 0, []
+    while True:
+        answer = desk.api("/v1/leaderboard", "dashboard", by="wins", order="asc", limit=2, offset=offset)
+        expect(page.locator("#board-table")).to_have_attribute(
+            "data-query", board_query(by="wins", order="asc", offset=offset, limit=2)
+        )
+        expect(page.locator("#board-range")).to_contain_text(f"{offset + 1}–")
+        assert shown_board(page) == expected_board(answer, keys), offset
+        seen += [p for p, *_ in shown_board(page)]
+        if answer["next_offset"] is None:
+            expect(page.locator("#board-next")).to_be_disabled()
+            break
+        page.click("#board-next")
+        offset = answer["next_offset"]
+    assert seen == [
+        r["player_id"] for r in desk.api("/v1/leaderboard", "dashboard", by="wins", order="asc")["players"]
+    ]
+    page.click("#board-prev")
+    expect(page.locator("#board-table")).to_have_attribute(
+        "data-query", board_query(by="wins", order="asc", offset=offset - 2, limit=2)
+    )
+    # a period, a preset and a minimum number of hands
+    day = desk.tables[sorted(desk.tables)[0]][0]["at"][:10]
+    periods = (
+        (day, day, "default", "0"),
+        (day, "", "", "13"),
+        ("2099-01-01", "", "", "0"),
+        ("", day, "xiangyang", "0"),
+    )
+    for since, until, preset, min_hands in periods:
+        page.fill("#since", since)
+        page.fill("#until", until)
+        page.select_option("#preset", preset)
+        page.fill("#min_hands", min_hands)
+        page.click("#board-form button[type=submit]")
+        params = {k: v for k, v in (("since", since), ("until", until), ("preset", preset)) if v}
+        expect(page.locator("#board-table")).to_have_attribute(
+            "data-query", board_query(by="wins", order="asc", min_hands=min_hands, limit=2, **params)
+        )
+        answer = desk.api("/v1/leaderboard", "dashboard", by="wins", order="asc", limit=2,
+                          min_hands=min_hands, **params)  # fmt: skip
+        assert shown_board(page) == expected_board(answer, keys), (since, until, preset, min_hands)
+        assert f"min_hands={min_hands}" in page.url or min_hands == "0"
+
+
+def test_clicking_a_player_in_the_board_opens_their_stats(page: Any, desk: Desk) -> None:
+    open_dashboard(page, desk)
+    last = desk.api("/v1/leaderboard", "dashboard")["players"][-1]["player_id"]
+    page.click(f"#board-table tr[data-player={last}] button.player")
+    expect(page.locator("#stats-of")).to_have_attribute("data-player", last)
+    assert shown_stats(page) == expected_stats(desk.api(f"/v1/players/{last}/stats", "dashboard"), sortable())
+    expect(page.locator("#ledger-summary")).to_have_attribute(
+        "data-balance", str(desk.api(f"/v1/players/{last}/ledger", "dashboard")["balance"])
+    )
+    assert f"player={last}" in page.url

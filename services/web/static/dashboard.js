@@ -39,6 +39,8 @@ function notice(err, what, vars = {}) {
     text = t(L, "forbidden", { role: m ? m[1] : "?", what: t(L, what) });
   } else if (err instanceof ApiError && err.status === 401) {
     text = t(L, "unauthorized");
+    signOut();
+    $("signin").hidden = false;
   } else if (err instanceof ApiError && err.status === 404 && vars.player !== undefined) {
     text = t(L, "not_found", vars);
   } else {
@@ -63,7 +65,9 @@ function texts() {
   fill($("by"), STAT_KEYS.map((k) => [k, statLabel(L, k)]), p.by);
   fill($("order"), [["desc", t(L, "desc")], ["asc", t(L, "asc")]], p.order);
   fill($("preset"), [["", t(L, "any")], ...PRESETS.map((x) => [x, x])], p.preset);
-  fill($("limit"), PER_PAGE.map((n) => [String(n), String(n)]), p.limit);
+  const sizes = PER_PAGE.map(String);
+  if (!sizes.includes(p.limit)) sizes.unshift(p.limit);  // a link's own page size (?limit=)
+  fill($("limit"), sizes.map((n) => [n, n]), p.limit);
   $("since").value = p.since;
   $("until").value = p.until;
   $("min_hands").value = p.min_hands;
@@ -127,7 +131,8 @@ async function showLedger(player) {
       pages += 1;
     } while (after !== null && after !== undefined);
   } catch (err) {
-    chart.replaceChildren(notice(err, "what_ledger", { player }));
+    const none = err instanceof ApiError && err.status === 404;
+    chart.replaceChildren(none ? el("p", { class: "muted", text: t(L, "no_entries") }) : notice(err, "what_ledger"));
     return;
   }
   if (player !== params().player) return;  // another player was opened meanwhile
@@ -150,12 +155,20 @@ async function showLedger(player) {
 
 // ---- 3. the leaderboard -------------------------------------------------------------------------
 
+// The leaderboard's query as the URL holds it now (the empty ones left out).
+function boardAsked() {
+  const p = params();
+  const asked = { by: p.by, order: p.order, preset: p.preset, since: p.since, until: p.until,
+                  min_hands: p.min_hands, offset: p.offset, limit: p.limit };
+  return [asked, new URLSearchParams(Object.entries(asked).filter(([, v]) => v !== "")).toString()];
+}
+
 async function showBoard() {
-  const L = lang(), p = params(), box = $("board");
+  const L = lang(), box = $("board");
+  const [asked, query] = boardAsked();
   let board;
   try {
-    board = await get("/v1/leaderboard", { by: p.by, order: p.order, preset: p.preset, since: p.since,
-                                          until: p.until, min_hands: p.min_hands, offset: p.offset, limit: p.limit });
+    board = await get("/v1/leaderboard", asked);
   } catch (err) {
     box.replaceChildren(notice(err, "what_leaderboard"));
     return;
@@ -184,7 +197,9 @@ async function showBoard() {
     el("span", { id: "board-range", text: shown ? t(L, "page_of", { a: offset + 1, b: offset + shown }) : t(L, "none") }),
     el("button", { type: "button", id: "board-next", disabled: board.next_offset === null, text: t(L, "next"),
                    onclick: () => { setParams({ offset: board.next_offset }); showBoard(); } }));
-  box.replaceChildren(el("div", { class: "scroll" }, el("table", { class: "grid board", id: "board-table", "data-by": board.by, "data-order": board.order },
+  if (query !== boardAsked()[1]) return;  // the form changed meanwhile: a newer read draws
+  box.replaceChildren(el("div", { class: "scroll" }, el("table", { class: "grid board", id: "board-table", "data-by": board.by,
+                                                                     "data-order": board.order, "data-query": query },
     el("thead", {}, head), el("tbody", {}, ...rows))), pager);
 }
 
