@@ -6,10 +6,12 @@ feed newest first — and it says plainly when a key's role may not read somethi
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Desk, sign_in
@@ -211,3 +213,105 @@ def test_clicking_a_player_in_the_board_opens_their_stats(page: Any, desk: Desk)
         "data-balance", str(desk.api(f"/v1/players/{last}/ledger", "dashboard")["balance"])
     )
     assert f"player={last}" in page.url
+
+
+def test_the_discrepancies_feed_is_newest_first_and_links_to_the_replay(page: Any, desk: Desk) -> None:
+    feed = desk.api("/v1/discrepancies", "support", limit=1000)["discrepancies"]
+    assert feed, "the desk's simulation reports some payouts wrong"
+    open_dashboard(page, desk, role="support")
+    items = page.locator("#feed li")
+    expect(items).to_have_count(len(feed))
+    newest = sorted(feed, key=lambda d: d["seq"], reverse=True)
+    shown = page.eval_on_selector_all(
+        "#feed li",
+        "lis => lis.map(li => [Number(li.dataset.seq), li.querySelector('a').getAttribute('href')])",
+    )
+    assert shown == [[d["seq"], f"/replay?table={d['table_id']}&hand={d['hand']}"] for d in newest]
+    first = newest[0]["lines"][0]
+    expect(items.first).to_contain_text(f"{first['reported']}")
+    expect(items.first).to_contain_text(f"{first['computed']}")
+    items.first.locator("a").click()
+    page.wait_for_url(f"**/replay?table={newest[0]['table_id']}&hand={newest[0]['hand']}")
+
+
+def test_a_dashboard_key_reads_all_but_the_feed_and_is_told_so_plainly(page: Any, desk: Desk) -> None:
+    open_dashboard(page, desk, query="?player=p002")
+    notice = page.locator("#discrepancies .notice")
+    expect(notice).to_have_attribute("data-status", "403")
+    expect(notice).to_have_text("您的密钥（角色 dashboard）无权查看赔付差异（需 support 或 platform 角色）。")
+    assert "error" not in (notice.get_attribute("class") or "") and "{" not in notice.inner_text()
+    expect(page.locator("#stats-of")).to_have_attribute("data-player", "p002")
+    expect(page.locator("#board-table tbody tr")).to_have_count(
+        len(desk.api("/v1/leaderboard", "dashboard")["players"])
+    )
+    expect(page.locator("svg.chart")).to_be_visible()
+    page.click("#lang")
+    expect(notice).to_have_text(
+        "Your key (role dashboard) may not read the discrepancies feed (it needs a support or platform key)."
+    )
+
+
+def test_an_unknown_player_and_a_revoked_key_are_said_plainly(page: Any, desk: Desk) -> None:
+    open_dashboard(page, desk)
+    page.fill("#player-input", "nobody-here")
+    page.click("#player-form button[type=submit]")
+    expect(page.locator("#stats .notice")).to_have_text("没有玩家 nobody-here 的统计。")
+    expect(page.locator("#chart")).to_contain_text("暂无金币记录")
+    page.goto(f"{desk.base}/dashboard?min_hands=-1")
+    expect(page.locator("#board .notice")).to_contain_text("query.min_hands")
+    page.evaluate("sessionStorage.setItem('kwx.key', 'kwx_not_a_key')")
+    page.goto(f"{desk.base}/dashboard")
+    expect(page.locator("#board .notice")).to_have_text("密钥无效或已撤销，请重新登录。")
+    expect(page.locator("#signin")).to_be_visible()
+    sign_in(page, desk, "dashboard")
+    expect(page.locator("#board-table")).to_be_visible()
+
+
+def test_the_language_switch_redraws_every_text(page: Any, desk: Desk) -> None:
+    open_dashboard(page, desk, role="support", query="?player=p001")
+    expect(page.locator("#board-card h2")).to_have_text("排行榜")
+    expect(page.locator("#board-table th[data-sort=net_coins]")).to_contain_text("净输赢")
+    expect(page.locator("#stats-of tr[data-stat=wins] th")).to_have_text("胡牌")
+    before = shown_stats(page)
+    page.click("#lang")
+    expect(page.locator("#board-card h2")).to_have_text("Leaderboard")
+    expect(page.locator("#stats-card h2")).to_have_text("Player statistics")
+    expect(page.locator("#disc-card h2")).to_have_text("Discrepancies")
+    expect(page.locator("#board-table th[data-sort=net_coins]")).to_contain_text("Net coins")
+    expect(page.locator("#stats-of tr[data-stat=wins] th")).to_have_text("Wins")
+    expect(page.locator("#by option[value=win_rate]")).to_have_text("Win rate")
+    expect(page.locator("#lang")).to_have_text("中文")
+    expect(page.locator("svg.chart text.axis-label").first).to_have_text("Balance")
+    expect(page.locator("#feed li").first).to_contain_text("Reported")
+    assert page.evaluate("document.documentElement.lang") == "en"
+    assert shown_stats(page) == before  # the same numbers, other words
+    page.reload()
+    expect(page.locator("#board-card h2")).to_have_text("Leaderboard")  # the tab keeps the choice
+    page.click("#lang")
+    expect(page.locator("#board-card h2")).to_have_text("排行榜")
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (390, 844)])
+def test_screenshots_at_desk_and_phone_sizes(
+    browser: Any, desk: Desk, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    context = browser.new_context(locale="zh-CN", viewport={"width": size[0], "height": size[1]})
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        open_dashboard(tab, desk, role="support", query="?player=p001")
+        expect(tab.locator("svg.chart")).to_be_visible()
+        expect(tab.locator("#feed li").first).to_be_visible()
+        folder = Path(os.environ.get("KWX_ARTEFACTS") or tmp_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        shot = folder / f"dashboard-{size[0]}x{size[1]}.png"
+        tab.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+        # the page reflows: only the wide tables scroll, inside their own box
+        assert tab.evaluate("document.documentElement.scrollWidth") <= size[0]
+        chart = tab.locator("svg.chart").bounding_box()
+        assert chart is not None and chart["width"] <= size[0]
+    finally:
+        context.close()
+    assert not errors, errors

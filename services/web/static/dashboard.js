@@ -92,6 +92,7 @@ async function showPlayer() {
   } catch (err) {
     box.replaceChildren(notice(err, "what_stats", { player }));
   }
+  if (player !== params().player) return;  // another player was opened meanwhile
   if (stats) box.replaceChildren(statsTable(stats));
   await showLedger(player);
 }
