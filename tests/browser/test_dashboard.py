@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import httpx
 import pytest
 from playwright.sync_api import expect
 
@@ -51,6 +52,34 @@ def sortable() -> list[str]:
     spec = json.loads((ROOT / "openapi" / "openapi.json").read_text())
     params = spec["paths"]["/v1/leaderboard"]["get"]["parameters"]
     return next(p for p in params if p["name"] == "by")["schema"]["enum"]
+
+
+def test_the_dashboard_and_its_assets_are_served_with_a_same_origin_policy(desk: Desk) -> None:
+    for name in ("dashboard.js", "dashboard.css", "chart.js", "dash-i18n.js"):
+        answer = httpx.get(f"{desk.base}/static/{name}", timeout=30)
+        assert answer.status_code == 200, name
+        assert "default-src 'self'" in answer.headers["content-security-policy"], name
+    html = httpx.get(f"{desk.base}/dashboard", timeout=30).text
+    assert (
+        "<style" not in html and "<script>" not in html and " style=" not in html
+    )  # the CSP allows no inline
+
+
+def test_the_choices_are_the_apis_own(page: Any, desk: Desk) -> None:
+    spec = json.loads((ROOT / "openapi" / "openapi.json").read_text())
+    params = {p["name"]: p for p in spec["paths"]["/v1/leaderboard"]["get"]["parameters"]}
+    open_dashboard(page, desk)
+    expect(page.locator("#board-table")).to_be_visible()
+    assert (
+        page.eval_on_selector_all("#by option", "os => os.map(o => o.value)")
+        == params["by"]["schema"]["enum"]
+    )
+    presets = page.eval_on_selector_all("#preset option", "os => os.map(o => o.value)")
+    assert presets == ["", *params["preset"]["schema"]["enum"]]
+    orders = page.eval_on_selector_all("#order option", "os => os.map(o => o.value)")
+    assert orders == params["order"]["schema"]["enum"]
+    headers = page.eval_on_selector_all("#board-table th[data-sort]", "ths => ths.map(th => th.dataset.sort)")
+    assert headers == params["by"]["schema"]["enum"]  # a column for every statistic, each one sorts
 
 
 def test_a_typed_player_shows_the_stats_json_and_the_chart_ends_at_the_balance(page: Any, desk: Desk) -> None:
