@@ -37,7 +37,7 @@ def shown_stats(page: Any) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for block, stat, value, text in cells:
         parsed = json.loads(value)
-        assert text == ("—" if parsed is None else text), text
+        assert (text == "—") == (parsed is None), (stat, text)
         out.setdefault(block, {})[stat] = parsed
     return out
 
@@ -88,7 +88,13 @@ def test_a_typed_player_shows_the_stats_json_and_the_chart_ends_at_the_balance(p
     page.click("#player-form button[type=submit]")
     expect(page.locator("#stats-of")).to_have_attribute("data-player", "p001")
     keys = sortable()
-    assert shown_stats(page) == expected_stats(desk.api("/v1/players/p001/stats", "dashboard"), keys)
+    answer = desk.api("/v1/players/p001/stats", "dashboard")
+    assert shown_stats(page) == expected_stats(answer, keys)
+    rate, average = answer["overall"]["ratios"]["win_rate"], answer["overall"]["ratios"]["average_multiplier"]
+    cell = "#stats-of tr[data-stat={}] td[data-block=overall]"
+    expect(page.locator(cell.format("win_rate"))).to_have_text(f"{rate * 100:.1f}%")
+    expect(page.locator(cell.format("average_multiplier"))).to_have_text(f"{average:.2f}")
+    expect(page.locator(cell.format("wins"))).to_have_text(str(answer["overall"]["wins"]))
     ledger = desk.api("/v1/players/p001/ledger", "dashboard", limit=1000)
     expect(page.locator("svg.chart")).to_be_visible()
     ys = page.eval_on_selector_all("svg.chart circle.point", "cs => cs.map(c => Number(c.dataset.y))")
@@ -229,6 +235,7 @@ def test_period_preset_minimum_and_paging_equal_the_api(page: Any, desk: Desk) -
         answer = desk.api("/v1/leaderboard", "dashboard", by="wins", order="asc", limit=2,
                           min_hands=min_hands, **params)  # fmt: skip
         assert shown_board(page) == expected_board(answer, keys), (since, until, preset, min_hands)
+        assert page.locator("#board-empty").count() == (0 if answer["players"] else 1)
         assert f"min_hands={min_hands}" in page.url or min_hands == "0"
 
 

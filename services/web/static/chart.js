@@ -23,6 +23,18 @@ export function ticks(lo, hi, count = 5) {
   return out;
 }
 
+// Time ticks on round UTC minutes, hours or days, about `count` of them over [lo, hi] (epoch ms).
+const MINUTE = 60_000, HOUR = 60 * MINUTE, DAY = 24 * HOUR;
+const TIME_STEPS = [MINUTE, 5 * MINUTE, 10 * MINUTE, 15 * MINUTE, 30 * MINUTE, HOUR, 2 * HOUR, 3 * HOUR,
+                    6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 30 * DAY, 91 * DAY, 365 * DAY];
+export function timeTicks(lo, hi, count = 6) {
+  const raw = (hi - lo) / count;
+  const step = TIME_STEPS.find((s) => s >= raw) ?? TIME_STEPS[TIME_STEPS.length - 1];
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi; v += step) out.push(v);
+  return [out, step < DAY];
+}
+
 function utc(ms, withTime = true) {
   const iso = new Date(ms).toISOString();
   return withTime ? `${iso.slice(0, 10)} ${iso.slice(11, 16)}` : iso.slice(0, 10);
@@ -47,12 +59,12 @@ export function lineChart(points, { title = "", yLabel = "", xLabel = "" } = {})
     axes.append(svg("line", { x1: M.left, x2: W - M.right, y1: sy(v), y2: sy(v), class: v === 0 ? "zero" : "grid" }));
     axes.append(svg("text", { x: M.left - 6, y: sy(v) + 4, "text-anchor": "end", class: "tick y" }, String(v)));
   }
-  const xt = ticks(x0, x1, 4).filter((v) => v >= x0 && v <= x1);
+  const [xt, withTime] = timeTicks(x0, x1);
   const sameDay = utc(x0, false) === utc(x1, false);
   for (const v of xt.length ? xt : [x0, x1]) {
     axes.append(svg("line", { x1: sx(v), x2: sx(v), y1: H - M.bottom, y2: H - M.bottom + 5, class: "axis" }));
-    axes.append(svg("text", { x: sx(v), y: H - M.bottom + 18, "text-anchor": "middle", class: "tick x" },
-                    sameDay ? utc(v).slice(11) : utc(v, false)));
+    const label = sameDay ? utc(v).slice(11) : withTime ? utc(v).slice(5) : utc(v, false);
+    axes.append(svg("text", { x: sx(v), y: H - M.bottom + 18, "text-anchor": "middle", class: "tick x" }, label));
   }
   axes.append(svg("line", { x1: M.left, x2: M.left, y1: M.top, y2: H - M.bottom, class: "axis" }));
   axes.append(svg("line", { x1: M.left, x2: W - M.right, y1: H - M.bottom, y2: H - M.bottom, class: "axis" }));

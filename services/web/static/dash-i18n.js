@@ -61,7 +61,7 @@ const WORDS = {
     not_found: "没有玩家 {player} 的统计。", failed: "读取失败：{message}",
     what_stats: "玩家统计", what_ledger: "金币记录", what_leaderboard: "排行榜",
     what_discrepancies: "赔付差异（需 support 或 platform 角色）",
-    pick: "输入玩家编号，或在排行榜中点选玩家。",
+    pick: "输入玩家编号，或在排行榜中点选玩家。", no_players: "此条件下没有玩家。",
   },
   en: {
     stats: "Player statistics", player: "Player", show: "Show", overall: "Overall", balance: "Balance",
@@ -78,7 +78,7 @@ const WORDS = {
     not_found: "No statistics for player {player}.", failed: "Could not read: {message}",
     what_stats: "player statistics", what_ledger: "the coin ledger", what_leaderboard: "the leaderboard",
     what_discrepancies: "the discrepancies feed (it needs a support or platform key)",
-    pick: "Type a player id, or pick a player in the leaderboard.",
+    pick: "Type a player id, or pick a player in the leaderboard.", no_players: "No players match.",
   },
 };
 
@@ -98,7 +98,11 @@ export function statOf(block, key) {
   return block[key] ?? null;
 }
 
-export function fmt(value) {
+// Shares as percentages, other ratios to two places; the exact value stays in the cell's data-value.
+const PERCENT = ["win_rate", "self_draw_share", "deal_in_rate", "liang_dao_rate", "liang_dao_success"];
+export function fmt(value, key = "") {
   if (value === null || value === undefined) return "—";
+  if (PERCENT.includes(key)) return `${(value * 100).toFixed(1)}%`;
+  if (RATIO_KEYS.includes(key)) return value.toFixed(2);
   return String(value);
 }

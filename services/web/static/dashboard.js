@@ -106,7 +106,7 @@ function statsTable(stats) {
     el("th", { scope: "row", text: statLabel(L, key) }),
     ...blocks.map(([k, , block]) => {
       const v = statOf(block, key);
-      return el("td", { "data-block": k, "data-value": JSON.stringify(v), text: fmt(v) });
+      return el("td", { "data-block": k, "data-value": JSON.stringify(v), title: fmt(v), text: fmt(v, key) });
     })));
   const patterns = Object.entries(stats.overall.patterns || {}).sort();
   return el("div", { id: "stats-of", "data-player": stats.player_id },
@@ -189,7 +189,8 @@ async function showBoard() {
                                 onclick: () => openPlayer(row.player_id) })),
     ...STAT_KEYS.map((k) => {
       const v = statOf(row, k);
-      return el("td", { "data-stat": k, class: k === board.by ? "sorted" : "", "data-value": JSON.stringify(v), text: fmt(v) });
+      return el("td", { "data-stat": k, class: k === board.by ? "sorted" : "", "data-value": JSON.stringify(v),
+                        title: fmt(v), text: fmt(v, k) });
     })));
   const offset = board.offset, shown = board.players.length;
   const pager = el("div", { class: "controls pager" },
@@ -201,7 +202,8 @@ async function showBoard() {
   if (query !== boardAsked()[1]) return;  // the form changed meanwhile: a newer read draws
   box.replaceChildren(el("div", { class: "scroll" }, el("table", { class: "grid board", id: "board-table", "data-by": board.by,
                                                                      "data-order": board.order, "data-query": query },
-    el("thead", {}, head), el("tbody", {}, ...rows))), pager);
+    el("thead", {}, head), el("tbody", {}, ...rows))),
+    ...(rows.length ? [] : [el("p", { class: "muted", id: "board-empty", text: t(L, "no_players") })]), pager);
 }
 
 function openPlayer(player) {
