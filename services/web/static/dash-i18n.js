@@ -62,6 +62,7 @@ const WORDS = {
     what_stats: "玩家统计", what_ledger: "金币记录", what_leaderboard: "排行榜",
     what_discrepancies: "赔付差异（需 support 或 platform 角色）",
     pick: "输入玩家编号，或在排行榜中点选玩家。", no_players: "此条件下没有玩家。",
+    newest: "显示最新 {n} 条，共 {total} 条",
   },
   en: {
     stats: "Player statistics", player: "Player", show: "Show", overall: "Overall", balance: "Balance",
@@ -79,6 +80,7 @@ const WORDS = {
     what_stats: "player statistics", what_ledger: "the coin ledger", what_leaderboard: "the leaderboard",
     what_discrepancies: "the discrepancies feed (it needs a support or platform key)",
     pick: "Type a player id, or pick a player in the leaderboard.", no_players: "No players match.",
+    newest: "the newest {n} of {total}",
   },
 };
 

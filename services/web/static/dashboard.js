@@ -12,6 +12,7 @@ const DEFAULTS = { by: "net_coins", order: "desc", preset: "", since: "", until:
                    offset: "0", limit: "25", player: "" };
 const LEDGER_PAGE = 1000;  // the ledger's largest page; ?ledger_limit= pages smaller (tests)
 const FEED_PAGE = 1000;
+const FEED_SHOWN = 200;  // the newest entries drawn (the feed pages oldest first, so all are read)
 
 function params() {
   const q = new URLSearchParams(location.search);
@@ -230,7 +231,7 @@ async function showDiscrepancies() {
     return;
   }
   all.sort((a, b) => b.seq - a.seq);
-  const items = all.map((d) => {
+  const items = all.slice(0, FEED_SHOWN).map((d) => {
     const href = `/replay?table=${encodeURIComponent(d.table_id)}&hand=${d.hand}`;
     const lines = d.lines.map((l) => `${t(L, "seat")} ${l.from}→${l.to}: ${t(L, "reported")} ${l.reported} / ${t(L, "computed")} ${l.computed} (${l.difference > 0 ? "+" : ""}${l.difference})`);
     return el("li", { "data-seq": d.seq, "data-table": d.table_id, "data-hand": d.hand },
@@ -238,8 +239,9 @@ async function showDiscrepancies() {
       el("a", { href, class: "replay-link", text: `${t(L, "table")} ${d.table_id} · ${t(L, "hand")} ${d.hand}` }),
       el("span", { text: ` · ${lines.join("; ")}` }));
   });
+  const count = all.length > FEED_SHOWN ? ` · ${t(L, "newest", { n: FEED_SHOWN, total: all.length })}` : "";
   box.replaceChildren(
-    el("p", { class: "muted", text: page.caught_up ? t(L, "caught_up") : t(L, "not_caught_up") }),
+    el("p", { class: "muted", text: (page.caught_up ? t(L, "caught_up") : t(L, "not_caught_up")) + count }),
     items.length ? el("ol", { class: "feed", id: "feed", reversed: true }, ...items) : el("p", { class: "muted", text: t(L, "none") }));
 }
 
