@@ -351,3 +351,11 @@ def test_screenshots_at_desk_and_phone_sizes(
     finally:
         context.close()
     assert not errors, errors
+
+
+def test_sign_out_forgets_the_key(page: Any, desk: Desk) -> None:
+    open_dashboard(page, desk)
+    expect(page.locator("#board-table")).to_be_visible()
+    page.click("#signout")
+    expect(page.locator("#signin")).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('kwx.key')") is None
