@@ -60,6 +60,7 @@ def desk(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         keys_of = bootstrap(Settings(database_url=url, pool_size=1, log_level="warning"), migrate=False)
         try:
             keys = {role: keys_of.keys.create("desk", role) for role in ("platform", "support", "dashboard")}
+            keys["elsewhere"] = keys_of.keys.create("elsewhere", "dashboard")  # another tenant's key
         finally:
             keys_of.close()
         streams = folder / "streams"

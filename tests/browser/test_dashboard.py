@@ -359,3 +359,15 @@ def test_sign_out_forgets_the_key(page: Any, desk: Desk) -> None:
     page.click("#signout")
     expect(page.locator("#signin")).to_be_visible()
     assert page.evaluate("sessionStorage.getItem('kwx.key')") is None
+
+
+def test_another_tenants_key_sees_none_of_the_desk(page: Any, desk: Desk) -> None:
+    """The desk's players are the same "no statistics" to another tenant as a player nobody has."""
+    open_dashboard(page, desk, role="elsewhere", query="?player=p001")
+    expect(page.locator("#stats .notice")).to_have_text("没有玩家 p001 的统计。")
+    expect(page.locator("#chart")).to_contain_text("暂无金币记录")
+    expect(page.locator("#board-empty")).to_be_visible()
+    expect(page.locator("#board-table tbody tr")).to_have_count(0)
+    page.fill("#player-input", "nobody-here")
+    page.click("#player-form button[type=submit]")
+    expect(page.locator("#stats .notice")).to_have_text("没有玩家 nobody-here 的统计。")
