@@ -98,6 +98,9 @@ def create_app(
     app.include_router(export.router, dependencies=lang)  # issue 13: exports, a hand's dispute report
     app.include_router(feed.router, dependencies=lang)  # issue 15: the tenant's live feed (SSE, NDJSON)
     read_schemas.install(app)  # issue 13: the read answers' schemas in the OpenAPI document
+    from services import web
+
+    app.include_router(web.router)  # issue 17: /replay and /dashboard, every asset in the package
     _install_error_handlers(app)
     app.add_middleware(ReadGate)  # reads take turns, fairly by tenant; a backlog is a quick 503
     if fast_append:  # POST …/events without FastAPI's per-request machinery (False: tests compare)

@@ -1,0 +1,60 @@
+// kwx's pages talk to kwx's own API only (same origin), with the key the agent signed in with.
+// The key lives in sessionStorage: gone when the tab closes, never in a URL, never sent elsewhere.
+"use strict";
+
+const KEY = "kwx.key";
+const LANG = "kwx.lang";
+
+export function key() { return sessionStorage.getItem(KEY) || ""; }
+export function signIn(value) { sessionStorage.setItem(KEY, value.trim()); }
+export function signOut() { sessionStorage.removeItem(KEY); }
+export function lang() { return sessionStorage.getItem(LANG) || (navigator.language.startsWith("zh") ? "zh" : "en"); }
+export function setLang(value) { sessionStorage.setItem(LANG, value === "zh" ? "zh" : "en"); }
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super(body && body.message ? body.message : `HTTP ${status}`);
+    this.status = status;
+    this.body = body || {};
+  }
+}
+
+// GET /v1/... with the key and the page's language; the JSON answer, or an ApiError that carries
+// kwx's own {error, message, field}.
+export async function get(path, params = {}) {
+  const url = new URL(path, location.origin);
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== "") url.searchParams.set(k, String(v));
+  }
+  if (!url.searchParams.has("lang")) url.searchParams.set("lang", lang());
+  const answer = await fetch(url, { headers: { Authorization: `Bearer ${key()}`, Accept: "application/json" } });
+  let body = null;
+  try { body = await answer.json(); } catch (_) { body = null; }
+  if (!answer.ok) throw new ApiError(answer.status, body);
+  return body;
+}
+
+// The sign-in form of a page: shows it when there is no key, calls onReady once there is one.
+export function wireSignIn(form, onReady) {
+  const input = form.querySelector("input[name=key]");
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    signIn(input.value);
+    input.value = "";
+    form.hidden = true;
+    onReady();
+  });
+  if (key()) { form.hidden = true; onReady(); } else { form.hidden = false; input.focus(); }
+}
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return node;
+}

@@ -1,0 +1,276 @@
+// The dashboard (issue 17): a player's statistics and coin balance over time, the leaderboard and
+// the discrepancies feed, all read from kwx's own API with the signed-in key. What it shows is in
+// the URL (?player=&by=&order=&preset=&since=&until=&min_hands=&offset=&limit=), so a link reopens it.
+"use strict";
+import { wireSignIn, signOut, el, get, lang, setLang, ApiError } from "/static/api.js";
+import { lineChart } from "/static/chart.js";
+import { t, statLabel, statOf, fmt, STAT_KEYS, PRESETS } from "/static/dash-i18n.js";
+
+const $ = (id) => document.getElementById(id);
+const PER_PAGE = [10, 25, 50, 100];
+const DEFAULTS = { by: "net_coins", order: "desc", preset: "", since: "", until: "", min_hands: "0",
+                   offset: "0", limit: "25", player: "" };
+const LEDGER_PAGE = 1000;  // the ledger's largest page; ?ledger_limit= pages smaller (tests)
+const FEED_PAGE = 1000;
+const FEED_SHOWN = 200;  // the newest entries drawn (the feed pages oldest first, so all are read)
+
+function params() {
+  const q = new URLSearchParams(location.search);
+  const out = {};
+  for (const [k, v] of Object.entries(DEFAULTS)) out[k] = q.get(k) ?? v;
+  return out;
+}
+
+function setParams(changes) {
+  const q = new URLSearchParams(location.search);
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === "" || v === null || v === undefined || String(v) === DEFAULTS[k]) q.delete(k);
+    else q.set(k, String(v));
+  }
+  const search = q.toString();
+  history.replaceState(null, "", location.pathname + (search ? `?${search}` : ""));
+}
+
+// A clear sentence for what the API refused, never a dump: 401, 403 (the role), 404, 422 (the field).
+function notice(err, what, vars = {}) {
+  const L = lang();
+  let text;
+  if (err instanceof ApiError && err.status === 403) {
+    const m = /role '([\w-]+)'/.exec(err.body.message || "");  // kwx's 403 names the key's role
+    text = m ? t(L, "forbidden", { role: m[1], what: t(L, what) }) : t(L, "forbidden_any", { what: t(L, what) });
+  } else if (err instanceof ApiError && err.status === 401) {
+    text = t(L, "unauthorized");
+    signOut();
+    $("signin").hidden = false;
+  } else if (err instanceof ApiError && err.status === 404 && vars.player !== undefined) {
+    text = t(L, "not_found", vars);
+  } else {
+    const field = err instanceof ApiError && err.body.field ? ` (${err.body.field})` : "";
+    text = t(L, "failed", { message: (err.message || String(err)) + field });
+  }
+  const cls = err instanceof ApiError && (err.status === 403 || err.status === 404) ? "notice" : "notice error";
+  return el("p", { class: cls, "data-status": err instanceof ApiError ? err.status : "", text });
+}
+
+function texts() {
+  const L = lang();
+  document.documentElement.lang = L === "zh" ? "zh" : "en";
+  for (const node of document.querySelectorAll("[data-t]")) node.textContent = t(L, node.dataset.t);
+  $("lang").textContent = t(L, "lang");
+  $("signout").textContent = t(L, "sign_out");
+  const p = params();
+  const fill = (select, options, value) => {
+    select.replaceChildren(...options.map(([v, label]) => el("option", { value: v, text: label })));
+    select.value = value;
+  };
+  fill($("by"), STAT_KEYS.map((k) => [k, statLabel(L, k)]), p.by);
+  fill($("order"), [["desc", t(L, "desc")], ["asc", t(L, "asc")]], p.order);
+  fill($("preset"), [["", t(L, "any")], ...PRESETS.map((x) => [x, x])], p.preset);
+  const sizes = PER_PAGE.map(String);
+  if (!sizes.includes(p.limit)) sizes.unshift(p.limit);  // a link's own page size (?limit=)
+  fill($("limit"), sizes.map((n) => [n, n]), p.limit);
+  $("since").value = p.since;
+  $("until").value = p.until;
+  $("min_hands").value = p.min_hands;
+  $("player-input").value = p.player;
+}
+
+// ---- 1. a player's statistics -------------------------------------------------------------------
+
+async function showPlayer() {
+  const L = lang(), player = params().player;
+  const box = $("stats"), chart = $("chart");
+  if (!player) {
+    box.replaceChildren(el("p", { class: "muted", text: t(L, "pick") }));
+    chart.replaceChildren();
+    return;
+  }
+  box.replaceChildren(el("p", { class: "muted", text: t(L, "loading") }));
+  chart.replaceChildren();
+  let stats;
+  try {
+    stats = await get(`/v1/players/${encodeURIComponent(player)}/stats`);
+  } catch (err) {
+    box.replaceChildren(notice(err, "what_stats", { player }));
+  }
+  if (player !== params().player) return;  // another player was opened meanwhile
+  if (stats) box.replaceChildren(statsTable(stats));
+  await showLedger(player);
+}
+
+function statsTable(stats) {
+  const L = lang();
+  const blocks = [["overall", t(L, "overall"), stats.overall],
+                  ...Object.keys(stats.presets).sort().map((p) => [p, p, stats.presets[p]])];
+  const head = el("tr", {}, el("th", { text: "" }), ...blocks.map(([k, label]) => el("th", { "data-block": k, text: label })));
+  const rows = STAT_KEYS.map((key) => el("tr", { "data-stat": key },
+    el("th", { scope: "row", text: statLabel(L, key) }),
+    ...blocks.map(([k, , block]) => {
+      const v = statOf(block, key);
+      return el("td", { "data-block": k, "data-value": JSON.stringify(v), title: fmt(v), text: fmt(v, key) });
+    })));
+  const patterns = Object.entries(stats.overall.patterns || {}).sort();
+  return el("div", { id: "stats-of", "data-player": stats.player_id },
+    el("p", {}, el("strong", { text: stats.player_id })),
+    el("div", { class: "scroll" }, el("table", { class: "grid stats" }, el("thead", {}, head), el("tbody", {}, ...rows))),
+    el("p", { class: "patterns" }, `${t(L, "patterns")}: `,
+       patterns.length ? patterns.map(([k, n]) => `${k} × ${n}`).join(" · ") : t(L, "none")));
+}
+
+// ---- 2. the coin balance over time --------------------------------------------------------------
+
+async function showLedger(player) {
+  const L = lang(), chart = $("chart");
+  const q = new URLSearchParams(location.search);
+  const limit = Math.min(LEDGER_PAGE, Math.max(1, Number(q.get("ledger_limit")) || LEDGER_PAGE));
+  const entries = [];
+  let page, after = 0, pages = 0;
+  try {
+    do {
+      page = await get(`/v1/players/${encodeURIComponent(player)}/ledger`, { after, limit });
+      entries.push(...page.entries);
+      after = page.next_after;
+      pages += 1;
+    } while (after !== null && after !== undefined);
+  } catch (err) {
+    const none = err instanceof ApiError && err.status === 404;
+    chart.replaceChildren(none ? el("p", { class: "muted", text: t(L, "no_entries") }) : notice(err, "what_ledger"));
+    return;
+  }
+  if (player !== params().player) return;  // another player was opened meanwhile
+  const points = entries.map((e) => ({
+    x: Date.parse(e.at ?? e.recorded_at),
+    y: e.balance,
+    label: `${e.table_id} ${t(L, "hand")} ${e.hand} · ${e.reason} ${e.amount > 0 ? "+" : ""}${e.amount}`,
+  }));
+  const summary = el("p", { class: "muted", id: "ledger-summary", "data-balance": page.balance,
+                            "data-entries": entries.length, "data-pages": pages },
+                     `${t(L, "balance")}: `, el("strong", { text: String(page.balance) }),
+                     ` · ${entries.length} ${t(L, "entries")}`);
+  if (!points.length) {
+    chart.replaceChildren(summary, el("p", { class: "muted", text: t(L, "no_entries") }));
+    return;
+  }
+  chart.replaceChildren(summary, lineChart(points, { title: `${t(L, "chart")} · ${player}`,
+                                                      yLabel: t(L, "balance"), xLabel: t(L, "time") }));
+}
+
+// ---- 3. the leaderboard -------------------------------------------------------------------------
+
+// The leaderboard's query as the URL holds it now (the empty ones left out).
+function boardAsked() {
+  const p = params();
+  const asked = { by: p.by, order: p.order, preset: p.preset, since: p.since, until: p.until,
+                  min_hands: p.min_hands, offset: p.offset, limit: p.limit };
+  return [asked, new URLSearchParams(Object.entries(asked).filter(([, v]) => v !== "")).toString()];
+}
+
+async function showBoard() {
+  const L = lang(), box = $("board");
+  const [asked, query] = boardAsked();
+  let board;
+  try {
+    board = await get("/v1/leaderboard", asked);
+  } catch (err) {
+    box.replaceChildren(notice(err, "what_leaderboard"));
+    return;
+  }
+  const sortHead = (key, label) => {
+    const active = key === board.by;
+    return el("th", { scope: "col", "data-sort": key, class: active ? `sorted ${board.order}` : "",
+                      "aria-sort": active ? (board.order === "asc" ? "ascending" : "descending") : "none" },
+      el("button", { type: "button", class: "sort", text: label + (active ? (board.order === "asc" ? " ▲" : " ▼") : ""),
+                     onclick: () => { setParams({ by: key, order: active && board.order === "desc" ? "asc" : "desc", offset: 0 }); texts(); showBoard(); } }));
+  };
+  const head = el("tr", {}, el("th", { scope: "col", text: t(L, "rank") }), el("th", { scope: "col", text: t(L, "player") }),
+                  ...STAT_KEYS.map((k) => sortHead(k, statLabel(L, k))));
+  const rows = board.players.map((row) => el("tr", { "data-player": row.player_id, "data-rank": row.rank, "data-value": JSON.stringify(row.value) },
+    el("td", { text: String(row.rank) }),
+    el("td", {}, el("button", { type: "button", class: "link player", text: row.player_id,
+                                onclick: () => openPlayer(row.player_id) })),
+    ...STAT_KEYS.map((k) => {
+      const v = statOf(row, k);
+      return el("td", { "data-stat": k, class: k === board.by ? "sorted" : "", "data-value": JSON.stringify(v),
+                        title: fmt(v), text: fmt(v, k) });
+    })));
+  const offset = board.offset, shown = board.players.length;
+  const pager = el("div", { class: "controls pager" },
+    el("button", { type: "button", id: "board-prev", disabled: offset === 0, text: t(L, "prev"),
+                   onclick: () => { setParams({ offset: Math.max(0, offset - board.limit) }); showBoard(); } }),
+    el("span", { id: "board-range", text: shown ? t(L, "page_of", { a: offset + 1, b: offset + shown }) : t(L, "none") }),
+    el("button", { type: "button", id: "board-next", disabled: board.next_offset === null, text: t(L, "next"),
+                   onclick: () => { setParams({ offset: board.next_offset }); showBoard(); } }));
+  if (query !== boardAsked()[1]) return;  // the form changed meanwhile: a newer read draws
+  box.replaceChildren(el("div", { class: "scroll" }, el("table", { class: "grid board", id: "board-table", "data-by": board.by,
+                                                                     "data-order": board.order, "data-query": query },
+    el("thead", {}, head), el("tbody", {}, ...rows))),
+    ...(rows.length ? [] : [el("p", { class: "muted", id: "board-empty", text: t(L, "no_players") })]), pager);
+}
+
+function openPlayer(player) {
+  setParams({ player });
+  $("player-input").value = player;
+  showPlayer();
+  $("stats-card").scrollIntoView({ block: "start" });
+}
+
+// ---- 4. the discrepancies feed, newest first ----------------------------------------------------
+
+async function showDiscrepancies() {
+  const L = lang(), box = $("discrepancies");
+  const all = [];
+  let page, after = 0;
+  try {
+    do {
+      page = await get("/v1/discrepancies", { after, limit: FEED_PAGE });
+      all.push(...page.discrepancies);
+      after = page.next_after;
+    } while (after !== null && after !== undefined);
+  } catch (err) {
+    box.replaceChildren(notice(err, "what_discrepancies"));
+    return;
+  }
+  all.sort((a, b) => b.seq - a.seq);
+  const items = all.slice(0, FEED_SHOWN).map((d) => {
+    const href = `/replay?table=${encodeURIComponent(d.table_id)}&hand=${d.hand}`;
+    const lines = d.lines.map((l) => `${t(L, "seat")} ${l.from}→${l.to}: ${t(L, "reported")} ${l.reported} / ${t(L, "computed")} ${l.computed} (${l.difference > 0 ? "+" : ""}${l.difference})`);
+    return el("li", { "data-seq": d.seq, "data-table": d.table_id, "data-hand": d.hand },
+      el("span", { class: "muted", text: `#${d.seq} ` }),
+      el("a", { href, class: "replay-link", text: `${t(L, "table")} ${d.table_id} · ${t(L, "hand")} ${d.hand}` }),
+      el("span", { text: ` · ${lines.join("; ")}` }));
+  });
+  const count = all.length > FEED_SHOWN ? ` · ${t(L, "newest", { n: FEED_SHOWN, total: all.length })}` : "";
+  box.replaceChildren(
+    el("p", { class: "muted", text: (page.caught_up ? t(L, "caught_up") : t(L, "not_caught_up")) + count }),
+    items.length ? el("ol", { class: "feed", id: "feed", reversed: true }, ...items) : el("p", { class: "muted", text: t(L, "none") }));
+}
+
+// ---- the page -----------------------------------------------------------------------------------
+
+function everything() {
+  texts();
+  showPlayer();
+  showBoard();
+  showDiscrepancies();
+}
+
+function wire() {
+  $("player-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    openPlayer($("player-input").value.trim());
+  });
+  $("board-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    setParams({ by: $("by").value, order: $("order").value, preset: $("preset").value, since: $("since").value,
+                until: $("until").value, min_hands: $("min_hands").value || "0", limit: $("limit").value, offset: 0 });
+    showBoard();
+  });
+  for (const id of ["by", "order", "preset", "limit"]) {
+    $(id).addEventListener("change", () => $("board-form").requestSubmit());
+  }
+  $("lang").addEventListener("click", () => { setLang(lang() === "zh" ? "en" : "zh"); everything(); });
+  $("signout").addEventListener("click", () => { signOut(); location.reload(); });
+}
+
+wire();
+wireSignIn($("signin"), () => { $("view").hidden = false; everything(); });

@@ -1,0 +1,121 @@
+"""Browser tests (issue 17): the pages as a person uses them, in the system's real Chromium
+(Debian's ``chromium``, driven by Playwright; no browser is downloaded), against a real ``kwx
+serve`` with its projector child on a real PostgreSQL, holding simulated tables.
+
+``KWX_CHROMIUM`` names another binary. A machine without Chromium fails these tests loudly
+(``.ci/run`` installs it); they are never skipped."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from services.settings import Settings
+from tests.service.serving import serve_subprocess, wait_for
+
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync"]  # fmt: skip
+
+pytestmark = pytest.mark.db
+
+
+def chromium_path() -> str:
+    path = os.environ.get("KWX_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).exists():
+        raise RuntimeError(f"no Chromium at {path}: apt-get install chromium (or set KWX_CHROMIUM)")
+    return path
+
+
+class Desk:
+    """The served desk: its base URL, a key of each role, and the simulated tables it holds."""
+
+    def __init__(self, base: str, keys: dict[str, str], tables: dict[str, list[dict[str, Any]]]) -> None:
+        self.base, self.keys, self.tables = base, keys, tables
+
+    def api(self, path: str, role: str = "support", **params: Any) -> Any:
+        answer = httpx.get(f"{self.base}{path}", params=params,
+                           headers={"Authorization": f"Bearer {self.keys[role]}"}, timeout=60)  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+
+@pytest.fixture(scope="session")
+def desk(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
+    from services.bootstrap import bootstrap
+    from services.cli import main
+
+    url = pg_cluster.create_database("kwx_browser")
+    folder = tmp_path_factory.mktemp("desk")
+    proc, base, _ = serve_subprocess(url, folder / "serve.out", workers=1, KWX_LOG_LEVEL="warning")
+    try:
+        keys_of = bootstrap(Settings(database_url=url, pool_size=1, log_level="warning"), migrate=False)
+        try:
+            keys = {role: keys_of.keys.create("desk", role) for role in ("platform", "support", "dashboard")}
+            keys["elsewhere"] = keys_of.keys.create("elsewhere", "dashboard")  # another tenant's key
+        finally:
+            keys_of.close()
+        streams = folder / "streams"
+        assert main(["simulate", "--tables", "6", "--hands", "4", "--seed", "17", "--players", "5",
+                     "--start", "2026-11-20T08:00:00Z", "--out", str(streams)]) == 0  # fmt: skip
+        tables: dict[str, list[dict[str, Any]]] = {}
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys['platform']}"},
+                          timeout=60) as client:  # fmt: skip
+            for path in sorted(streams.glob("*.jsonl")):
+                events = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+                body = {"events": events, "expected_version": 0}
+                answer = client.post(f"/v1/tables/{path.stem}/events", json=body)
+                assert answer.status_code == 201, answer.text
+                tables[path.stem] = events
+
+        def caught_up() -> bool:
+            body = httpx.get(f"{base}/v1/health", timeout=30).json()
+            return bool(body.get("projections", {}).get("caught_up"))
+
+        wait_for(caught_up, 300, "the projector child did not catch up")
+        yield Desk(base, keys, tables)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture()
+def page(browser: Any, desk: Desk) -> Iterator[Any]:
+    """A fresh tab; every request it makes is recorded, and none may leave kwx's origin."""
+    context = browser.new_context(locale="zh-CN", viewport={"width": 1400, "height": 900})
+    tab = context.new_page()
+    requests: list[str] = []
+    tab.on("request", lambda r: requests.append(r.url))
+    errors: list[str] = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.requests, tab.errors = requests, errors
+    yield tab
+    context.close()
+    origin = urlsplit(desk.base).netloc
+    outside = [u for u in requests if urlsplit(u).scheme in ("http", "https")
+               and urlsplit(u).netloc != origin]  # fmt: skip
+    assert not outside, outside
+    assert not errors, errors
+
+
+def sign_in(page: Any, desk: Desk, role: str = "support") -> None:
+    page.fill("#signin input[name=key]", desk.keys[role])
+    page.click("#signin button[type=submit]")

@@ -1,0 +1,373 @@
+"""The dashboard (issue 17) in a real Chromium against a served desk: what the page shows equals
+what the API answers (the desk fixture's ``api()``) — a player's statistics, the coin balance chart
+(its last point is the ledger's balance), the leaderboard in order for every sort, the discrepancies
+feed newest first — and it says plainly when a key's role may not read something."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import Desk, sign_in
+
+ROOT = Path(__file__).resolve().parents[2]
+STATS_JS = """tds => tds.map(td =>
+  [td.dataset.block, td.parentElement.dataset.stat, td.dataset.value, td.textContent])"""
+BOARD_JS = """trs => trs.map(tr => [tr.dataset.player, Number(tr.dataset.rank), tr.dataset.value,
+  Object.fromEntries([...tr.querySelectorAll('td[data-stat]')]
+    .map(td => [td.dataset.stat, td.dataset.value]))])"""
+
+
+def open_dashboard(page: Any, desk: Desk, role: str = "dashboard", query: str = "") -> None:
+    page.goto(f"{desk.base}/dashboard{query}")
+    sign_in(page, desk, role)
+    expect(page.locator("#view")).to_be_visible()
+
+
+def shown_stats(page: Any) -> dict[str, dict[str, Any]]:
+    """{block: {stat: value}} as the stats table shows them (the cells' data-value)."""
+    cells = page.eval_on_selector_all("#stats-of td[data-block]", STATS_JS)
+    out: dict[str, dict[str, Any]] = {}
+    for block, stat, value, text in cells:
+        parsed = json.loads(value)
+        assert (text == "—") == (parsed is None), (stat, text)
+        out.setdefault(block, {})[stat] = parsed
+    return out
+
+
+def expected_stats(answer: dict[str, Any], keys: list[str]) -> dict[str, dict[str, Any]]:
+    ratios = set(answer["overall"]["ratios"])
+    blocks = {"overall": answer["overall"], **answer["presets"]}
+    return {name: {k: (b["ratios"][k] if k in ratios else b[k]) for k in keys} for name, b in blocks.items()}
+
+
+def sortable() -> list[str]:
+    spec = json.loads((ROOT / "openapi" / "openapi.json").read_text())
+    params = spec["paths"]["/v1/leaderboard"]["get"]["parameters"]
+    return next(p for p in params if p["name"] == "by")["schema"]["enum"]
+
+
+def test_the_dashboard_and_its_assets_are_served_with_a_same_origin_policy(desk: Desk) -> None:
+    for name in ("dashboard.js", "dashboard.css", "chart.js", "dash-i18n.js"):
+        answer = httpx.get(f"{desk.base}/static/{name}", timeout=30)
+        assert answer.status_code == 200, name
+        assert "default-src 'self'" in answer.headers["content-security-policy"], name
+    html = httpx.get(f"{desk.base}/dashboard", timeout=30).text
+    assert (
+        "<style" not in html and "<script>" not in html and " style=" not in html
+    )  # the CSP allows no inline
+
+
+def test_the_choices_are_the_apis_own(page: Any, desk: Desk) -> None:
+    spec = json.loads((ROOT / "openapi" / "openapi.json").read_text())
+    params = {p["name"]: p for p in spec["paths"]["/v1/leaderboard"]["get"]["parameters"]}
+    open_dashboard(page, desk)
+    expect(page.locator("#board-table")).to_be_visible()
+    assert (
+        page.eval_on_selector_all("#by option", "os => os.map(o => o.value)")
+        == params["by"]["schema"]["enum"]
+    )
+    presets = page.eval_on_selector_all("#preset option", "os => os.map(o => o.value)")
+    assert presets == ["", *params["preset"]["schema"]["enum"]]
+    orders = page.eval_on_selector_all("#order option", "os => os.map(o => o.value)")
+    assert orders == params["order"]["schema"]["enum"]
+    headers = page.eval_on_selector_all("#board-table th[data-sort]", "ths => ths.map(th => th.dataset.sort)")
+    assert headers == params["by"]["schema"]["enum"]  # a column for every statistic, each one sorts
+
+
+def test_a_typed_player_shows_the_stats_json_and_the_chart_ends_at_the_balance(page: Any, desk: Desk) -> None:
+    open_dashboard(page, desk)
+    page.fill("#player-input", "p001")
+    page.click("#player-form button[type=submit]")
+    expect(page.locator("#stats-of")).to_have_attribute("data-player", "p001")
+    keys = sortable()
+    answer = desk.api("/v1/players/p001/stats", "dashboard")
+    assert shown_stats(page) == expected_stats(answer, keys)
+    rate, average = answer["overall"]["ratios"]["win_rate"], answer["overall"]["ratios"]["average_multiplier"]
+    cell = "#stats-of tr[data-stat={}] td[data-block=overall]"
+    expect(page.locator(cell.format("win_rate"))).to_have_text(f"{rate * 100:.1f}%")
+    expect(page.locator(cell.format("average_multiplier"))).to_have_text(f"{average:.2f}")
+    expect(page.locator(cell.format("wins"))).to_have_text(str(answer["overall"]["wins"]))
+    ledger = desk.api("/v1/players/p001/ledger", "dashboard", limit=1000)
+    expect(page.locator("svg.chart")).to_be_visible()
+    ys = page.eval_on_selector_all("svg.chart circle.point", "cs => cs.map(c => Number(c.dataset.y))")
+    assert ys == [e["balance"] for e in ledger["entries"]]
+    assert ys[-1] == ledger["balance"] and ledger["entries_total"] == len(ys)
+    # axes with labels, and the hover readout at the right edge is the last balance
+    assert page.locator("svg.chart text.tick.y").count() >= 2
+    assert page.locator("svg.chart text.tick.x").count() >= 2
+    chart = page.locator("svg.chart")
+    chart.scroll_into_view_if_needed()
+    box = chart.bounding_box()
+    chart.hover(position={"x": box["width"] - 2, "y": box["height"] / 2})
+    tip = page.locator("svg.chart g.tip")
+    expect(tip).to_have_attribute("visibility", "visible")
+    expect(tip).to_have_attribute("data-y", str(ledger["balance"]))
+    expect(tip.locator("text.tip-value")).to_contain_text(str(ledger["balance"]))
+    assert page.url.endswith("?player=p001")
+
+
+def test_the_chart_pages_through_the_ledger(page: Any, desk: Desk) -> None:
+    ledger = desk.api("/v1/players/p003/ledger", "dashboard", limit=1000)
+    open_dashboard(page, desk, query="?player=p003&ledger_limit=7")
+    summary = page.locator("#ledger-summary")
+    expect(summary).to_have_attribute("data-balance", str(ledger["balance"]))
+    pages = -(-ledger["entries_total"] // 7)
+    assert pages > 1 and summary.get_attribute("data-pages") == str(pages)
+    ys = page.eval_on_selector_all("svg.chart circle.point", "cs => cs.map(c => Number(c.dataset.y))")
+    assert ys == [e["balance"] for e in ledger["entries"]] and ys[-1] == ledger["balance"]
+    # the keyboard reaches the same readout as the mouse
+    page.focus("svg.chart")
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("svg.chart g.tip")).to_have_attribute("data-y", str(ledger["balance"]))
+
+
+def shown_board(page: Any) -> list[tuple[str, int, Any, dict[str, Any]]]:
+    """(player, rank, value, {stat: value}) of each leaderboard row, top to bottom."""
+    rows = page.eval_on_selector_all("#board-table tbody tr", BOARD_JS)
+    return [(p, r, json.loads(v), {k: json.loads(x) for k, x in cells.items()}) for p, r, v, cells in rows]
+
+
+def expected_board(answer: dict[str, Any], keys: list[str]) -> list[tuple[str, int, Any, dict[str, Any]]]:
+    ratios = set(answer["players"][0]["ratios"]) if answer["players"] else set()
+    return [
+        (
+            row["player_id"],
+            row["rank"],
+            row["value"],
+            {k: (row["ratios"][k] if k in ratios else row[k]) for k in keys},
+        )
+        for row in answer["players"]
+    ]
+
+
+def board_query(**asked: Any) -> str:
+    """The query the page read its board with (data-query): the API's parameter order, empty ones left out."""
+    names = ("by", "order", "preset", "since", "until", "min_hands", "offset", "limit")
+    full = {"min_hands": 0, "offset": 0, **asked}
+    return urlencode([(k, full[k]) for k in names if full.get(k, "") != ""])
+
+
+def board_is(page: Any, by: str, order: str) -> None:
+    table = page.locator("#board-table")
+    expect(table).to_have_attribute("data-by", by)
+    expect(table).to_have_attribute("data-order", order)
+
+
+def test_clicking_each_column_sorts_the_board_as_the_api_does_both_ways(page: Any, desk: Desk) -> None:
+    keys = sortable()
+    open_dashboard(page, desk)
+    board_is(page, "net_coins", "desc")
+    page.locator("#board-table th[data-sort=net_coins] button").click()
+    board_is(page, "net_coins", "asc")
+    page.locator("#board-table th[data-sort=net_coins] button").click()
+    board_is(page, "net_coins", "desc")
+    assert shown_board(page) == expected_board(desk.api("/v1/leaderboard", "dashboard", limit=25), keys)
+    options = page.eval_on_selector_all("#by option", "os => os.map(o => o.value)")
+    assert options == keys  # every statistic the API ranks by, in its order
+    seen_orders = set()
+    for by in keys:
+        header = page.locator(f"#board-table th[data-sort={by}] button")
+        header.click()
+        first = "desc"  # another column starts high; clicking the sorted one flips it
+        board_is(page, by, first)
+        for order in (first, "asc" if first == "desc" else "desc"):
+            if order != first:
+                page.locator(f"#board-table th[data-sort={by}] button").click()
+                board_is(page, by, order)
+            answer = desk.api("/v1/leaderboard", "dashboard", by=by, order=order, limit=25)
+            assert shown_board(page) == expected_board(answer, keys), (by, order)
+            seen_orders.add(tuple(p for p, *_ in shown_board(page)))
+        assert f"by={by}" in page.url or by == "net_coins"
+    assert len(seen_orders) > 2  # the sorts really rank differently
+
+
+def test_period_preset_minimum_and_paging_equal_the_api(page: Any, desk: Desk) -> None:
+    keys = sortable()
+    open_dashboard(page, desk, query="?limit=2&by=wins&order=asc")
+    board_is(page, "wins", "asc")
+    offset, seen = 0, []
+    while True:
+        answer = desk.api("/v1/leaderboard", "dashboard", by="wins", order="asc", limit=2, offset=offset)
+        expect(page.locator("#board-table")).to_have_attribute(
+            "data-query", board_query(by="wins", order="asc", offset=offset, limit=2)
+        )
+        expect(page.locator("#board-range")).to_contain_text(f"{offset + 1}–")
+        assert shown_board(page) == expected_board(answer, keys), offset
+        seen += [p for p, *_ in shown_board(page)]
+        if answer["next_offset"] is None:
+            expect(page.locator("#board-next")).to_be_disabled()
+            break
+        page.click("#board-next")
+        offset = answer["next_offset"]
+    assert seen == [
+        r["player_id"] for r in desk.api("/v1/leaderboard", "dashboard", by="wins", order="asc")["players"]
+    ]
+    page.click("#board-prev")
+    expect(page.locator("#board-table")).to_have_attribute(
+        "data-query", board_query(by="wins", order="asc", offset=offset - 2, limit=2)
+    )
+    # a period, a preset and a minimum number of hands
+    day = desk.tables[sorted(desk.tables)[0]][0]["at"][:10]
+    periods = (
+        (day, day, "default", "0"),
+        (day, "", "", "13"),
+        ("2099-01-01", "", "", "0"),
+        ("", day, "xiangyang", "0"),
+    )
+    for since, until, preset, min_hands in periods:
+        page.fill("#since", since)
+        page.fill("#until", until)
+        page.select_option("#preset", preset)
+        page.fill("#min_hands", min_hands)
+        page.click("#board-form button[type=submit]")
+        params = {k: v for k, v in (("since", since), ("until", until), ("preset", preset)) if v}
+        expect(page.locator("#board-table")).to_have_attribute(
+            "data-query", board_query(by="wins", order="asc", min_hands=min_hands, limit=2, **params)
+        )
+        answer = desk.api("/v1/leaderboard", "dashboard", by="wins", order="asc", limit=2,
+                          min_hands=min_hands, **params)  # fmt: skip
+        assert shown_board(page) == expected_board(answer, keys), (since, until, preset, min_hands)
+        assert page.locator("#board-empty").count() == (0 if answer["players"] else 1)
+        assert f"min_hands={min_hands}" in page.url or min_hands == "0"
+
+
+def test_clicking_a_player_in_the_board_opens_their_stats(page: Any, desk: Desk) -> None:
+    open_dashboard(page, desk)
+    last = desk.api("/v1/leaderboard", "dashboard")["players"][-1]["player_id"]
+    page.click(f"#board-table tr[data-player={last}] button.player")
+    expect(page.locator("#stats-of")).to_have_attribute("data-player", last)
+    assert shown_stats(page) == expected_stats(desk.api(f"/v1/players/{last}/stats", "dashboard"), sortable())
+    expect(page.locator("#ledger-summary")).to_have_attribute(
+        "data-balance", str(desk.api(f"/v1/players/{last}/ledger", "dashboard")["balance"])
+    )
+    assert f"player={last}" in page.url
+
+
+def test_the_discrepancies_feed_is_newest_first_and_links_to_the_replay(page: Any, desk: Desk) -> None:
+    feed = desk.api("/v1/discrepancies", "support", limit=1000)["discrepancies"]
+    assert feed, "the desk's simulation reports some payouts wrong"
+    open_dashboard(page, desk, role="support")
+    items = page.locator("#feed li")
+    expect(items).to_have_count(len(feed))
+    newest = sorted(feed, key=lambda d: d["seq"], reverse=True)
+    shown = page.eval_on_selector_all(
+        "#feed li",
+        "lis => lis.map(li => [Number(li.dataset.seq), li.querySelector('a').getAttribute('href')])",
+    )
+    assert shown == [[d["seq"], f"/replay?table={d['table_id']}&hand={d['hand']}"] for d in newest]
+    first = newest[0]["lines"][0]
+    expect(items.first).to_contain_text(f"{first['reported']}")
+    expect(items.first).to_contain_text(f"{first['computed']}")
+    items.first.locator("a").click()
+    page.wait_for_url(f"**/replay?table={newest[0]['table_id']}&hand={newest[0]['hand']}")
+
+
+def test_a_dashboard_key_reads_all_but_the_feed_and_is_told_so_plainly(page: Any, desk: Desk) -> None:
+    open_dashboard(page, desk, query="?player=p002")
+    notice = page.locator("#discrepancies .notice")
+    expect(notice).to_have_attribute("data-status", "403")
+    expect(notice).to_have_text("您的密钥（角色 dashboard）无权查看赔付差异（需 support 或 platform 角色）。")
+    assert "error" not in (notice.get_attribute("class") or "") and "{" not in notice.inner_text()
+    expect(page.locator("#stats-of")).to_have_attribute("data-player", "p002")
+    expect(page.locator("#board-table tbody tr")).to_have_count(
+        len(desk.api("/v1/leaderboard", "dashboard")["players"])
+    )
+    expect(page.locator("svg.chart")).to_be_visible()
+    page.click("#lang")
+    expect(notice).to_have_text(
+        "Your key (role dashboard) may not read the discrepancies feed (it needs a support or platform key)."
+    )
+
+
+def test_an_unknown_player_and_a_revoked_key_are_said_plainly(page: Any, desk: Desk) -> None:
+    open_dashboard(page, desk)
+    page.fill("#player-input", "nobody-here")
+    page.click("#player-form button[type=submit]")
+    expect(page.locator("#stats .notice")).to_have_text("没有玩家 nobody-here 的统计。")
+    expect(page.locator("#chart")).to_contain_text("暂无金币记录")
+    page.goto(f"{desk.base}/dashboard?min_hands=-1")
+    expect(page.locator("#board .notice")).to_contain_text("query.min_hands")
+    page.evaluate("sessionStorage.setItem('kwx.key', 'kwx_not_a_key')")
+    page.goto(f"{desk.base}/dashboard")
+    expect(page.locator("#board .notice")).to_have_text("密钥无效或已撤销，请重新登录。")
+    expect(page.locator("#signin")).to_be_visible()
+    sign_in(page, desk, "dashboard")
+    expect(page.locator("#board-table")).to_be_visible()
+
+
+def test_the_language_switch_redraws_every_text(page: Any, desk: Desk) -> None:
+    open_dashboard(page, desk, role="support", query="?player=p001")
+    expect(page.locator("#board-card h2")).to_have_text("排行榜")
+    expect(page.locator("#board-table th[data-sort=net_coins]")).to_contain_text("净输赢")
+    expect(page.locator("#stats-of tr[data-stat=wins] th")).to_have_text("胡牌")
+    before = shown_stats(page)
+    page.click("#lang")
+    expect(page.locator("#board-card h2")).to_have_text("Leaderboard")
+    expect(page.locator("#stats-card h2")).to_have_text("Player statistics")
+    expect(page.locator("#disc-card h2")).to_have_text("Discrepancies")
+    expect(page.locator("#board-table th[data-sort=net_coins]")).to_contain_text("Net coins")
+    expect(page.locator("#stats-of tr[data-stat=wins] th")).to_have_text("Wins")
+    expect(page.locator("#by option[value=win_rate]")).to_have_text("Win rate")
+    expect(page.locator("#lang")).to_have_text("中文")
+    expect(page.locator("svg.chart text.axis-label").first).to_have_text("Balance")
+    expect(page.locator("#feed li").first).to_contain_text("Reported")
+    assert page.evaluate("document.documentElement.lang") == "en"
+    assert shown_stats(page) == before  # the same numbers, other words
+    page.reload()
+    expect(page.locator("#board-card h2")).to_have_text("Leaderboard")  # the tab keeps the choice
+    page.click("#lang")
+    expect(page.locator("#board-card h2")).to_have_text("排行榜")
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (390, 844)])
+def test_screenshots_at_desk_and_phone_sizes(
+    browser: Any, desk: Desk, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    context = browser.new_context(locale="zh-CN", viewport={"width": size[0], "height": size[1]})
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        open_dashboard(tab, desk, role="support", query="?player=p001")
+        expect(tab.locator("svg.chart")).to_be_visible()
+        expect(tab.locator("#feed li").first).to_be_visible()
+        folder = Path(os.environ.get("KWX_ARTEFACTS") or tmp_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        shot = folder / f"dashboard-{size[0]}x{size[1]}.png"
+        tab.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+        # the page reflows: only the wide tables scroll, inside their own box
+        assert tab.evaluate("document.documentElement.scrollWidth") <= size[0]
+        chart = tab.locator("svg.chart").bounding_box()
+        assert chart is not None and chart["width"] <= size[0]
+    finally:
+        context.close()
+    assert not errors, errors
+
+
+def test_sign_out_forgets_the_key(page: Any, desk: Desk) -> None:
+    open_dashboard(page, desk)
+    expect(page.locator("#board-table")).to_be_visible()
+    page.click("#signout")
+    expect(page.locator("#signin")).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('kwx.key')") is None
+
+
+def test_another_tenants_key_sees_none_of_the_desk(page: Any, desk: Desk) -> None:
+    """The desk's players are the same "no statistics" to another tenant as a player nobody has."""
+    open_dashboard(page, desk, role="elsewhere", query="?player=p001")
+    expect(page.locator("#stats .notice")).to_have_text("没有玩家 p001 的统计。")
+    expect(page.locator("#chart")).to_contain_text("暂无金币记录")
+    expect(page.locator("#board-empty")).to_be_visible()
+    expect(page.locator("#board-table tbody tr")).to_have_count(0)
+    page.fill("#player-input", "nobody-here")
+    page.click("#player-form button[type=submit]")
+    expect(page.locator("#stats .notice")).to_have_text("没有玩家 nobody-here 的统计。")
