@@ -47,28 +47,30 @@ const stepLines = (tl) => tl.lines.filter((l) => l.kind !== "transfer" && l.kind
 
 // ------------------------------------------------------------------------------------ moving
 async function go(at) {
-  try { await step(at); } catch (e) { flash(`${e.status || ""} ${e.message}`); }
+  try { await step(at); } catch (e) { S.want = null; flash(`${e.status || ""} ${e.message}`); }
 }
+const cur = () => (S.want ?? S.at);  // where the page is going: keys pressed quickly add up
 async function step(at) {
   if (!S.table) return;
   at = Math.max(1, Math.min(S.latest, Math.trunc(Number(at)) || 1));
+  S.want = at;
   const seq = ++S.seq;
   const hand = handOf(at);
   const [st, tl, rp] = await Promise.all([
     get(`/v1/tables/${enc(S.table)}/state`, { at, seat: S.seat }), timeline(hand.hand), report(hand.hand),
   ]);
   if (seq !== S.seq) return;  // a later step has started: this answer is stale
-  Object.assign(S, { at, hand, state: st, tl, rp });
+  Object.assign(S, { at, hand, state: st, tl, rp, want: null });
   render();
   writeLink();
 }
 
 // The next (dir 1) or previous (-1) event after the current one whose line satisfies pred, across hands.
 async function seek(pred, dir) {
-  const i = S.hands.indexOf(S.hand);
-  for (let j = i; j >= 0 && j < S.hands.length; j += dir) {
+  const from = cur();
+  for (let j = S.hands.indexOf(handOf(from)); j >= 0 && j < S.hands.length; j += dir) {
     const tl = await timeline(S.hands[j].hand);
-    const lines = stepLines(tl).filter((l) => (dir > 0 ? l.version > S.at : l.version < S.at) && pred(l));
+    const lines = stepLines(tl).filter((l) => (dir > 0 ? l.version > from : l.version < from) && pred(l));
     if (lines.length) return dir > 0 ? lines[0].version : lines[lines.length - 1].version;
   }
   return null;
@@ -76,8 +78,8 @@ async function seek(pred, dir) {
 async function jump(kind, dir) {
   let target = null;
   if (kind === "hand") {
-    const i = S.hands.indexOf(S.hand) + dir;
-    if (dir < 0 && S.at > S.hand.first_event) target = S.hand.first_event;
+    const now = handOf(cur()), i = S.hands.indexOf(now) + dir;
+    if (dir < 0 && cur() > now.first_event) target = now.first_event;
     else if (i >= 0 && i < S.hands.length) target = S.hands[i].first_event;
   } else {
     target = await seek(PRED[kind], dir);
@@ -455,9 +457,9 @@ function build() {
   const controls = el("div", { class: "controls card" },
     el("div", { class: "row" },
       L("first", "button", { type: "button", id: "first", onclick: () => go(S.hand.first_event) }),
-      L("prev", "button", { type: "button", id: "prev", onclick: () => go(S.at - 1) }),
+      L("prev", "button", { type: "button", id: "prev", onclick: () => go(cur() - 1) }),
       el("strong", { id: "step" }),
-      L("next", "button", { type: "button", id: "next", onclick: () => go(S.at + 1) }),
+      L("next", "button", { type: "button", id: "next", onclick: () => go(cur() + 1) }),
       L("last", "button", { type: "button", id: "last", onclick: () => go(handEnd(S.hand)) }), jumpForm),
     slider, jumps, el("p", { id: "note", class: "muted", "aria-live": "polite" }));
   const top = el("div", { class: "row viewer-head" }, el("h2", { id: "table-title" }), el("nav", { id: "hands" }),
@@ -502,10 +504,10 @@ function onKey(e) {
   if (e.key === "Escape") { toggleHelp(false); return; }
   if (!S.table || $("viewer").hidden) return;
   const acts = {
-    ArrowLeft: () => go(S.at - 1), ArrowRight: () => go(S.at + 1),
+    ArrowLeft: () => go(cur() - 1), ArrowRight: () => go(cur() + 1),
     ArrowDown: () => decision(1), ArrowUp: () => decision(-1),
     PageDown: () => jump("ruling", 1), PageUp: () => jump("ruling", -1),
-    Home: () => go(S.hand.first_event), End: () => go(handEnd(S.hand)),
+    Home: () => go(handOf(cur()).first_event), End: () => go(handEnd(handOf(cur()))),
   };
   if (acts[e.key]) { e.preventDefault(); acts[e.key](); }
 }
