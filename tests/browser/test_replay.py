@@ -111,6 +111,10 @@ def test_the_board_equals_the_state_at_several_events(page: Any, desk: Desk, tab
             claimed = sum(1 for d in seat["discards"] if d["claimed"])
             assert page.locator(f"{box} .discards svg.tile.claimed").count() == claimed, (at, seat)
             assert page.locator(f"{box} .melds .meld").count() == len(seat["melds"]), (at, seat)
+            for i, m in enumerate(seat["melds"]):
+                meld = page.locator(f"{box} .melds .meld").nth(i)
+                assert meld.locator("svg.tile").count() == (3 if m["kind"] == "peng" else 4), (at, m)
+                assert meld.locator("svg.tile.back").count() == (2 if m["kind"] == "kong_concealed" else 0), (at, m)
             if seat["waits"]:
                 assert tiles_in(page, f"{box} .ready") == seat["waits"], (at, seat)
             else:
@@ -235,6 +239,17 @@ def test_jumps_and_the_lou_hu_explanation(page: Any, desk: Desk) -> None:
     hands = desk.api(f"/v1/tables/{table}/hands")["hands"]
     page.click("button[data-jump=hand][data-dir='1']")
     expect(page.locator("#step")).to_have_attribute("data-at", str(hands[2]["first_event"]))
+
+
+def test_a_step_is_one_state_read(page: Any, desk: Desk) -> None:
+    open_at(page, desk, KONG_TABLE, 10)
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#step")).to_have_attribute("data-at", "11")  # the hand's reads are cached now
+    before = len(page.requests)
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#step")).to_have_attribute("data-at", "12")
+    made = [urlsplit(u).path + "?" + urlsplit(u).query for u in page.requests[before:]]
+    assert made == [f"/v1/tables/{KONG_TABLE}/state?at=12&lang=zh"], made  # no reload, nothing else
 
 
 def test_the_event_list_highlights_the_step_and_is_clickable(page: Any, desk: Desk) -> None:

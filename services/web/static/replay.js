@@ -167,7 +167,7 @@ function drawSeat(seat, hs, st) {
     const four = m.kind !== "peng";
     const list = four ? [m.tile, m.tile, m.tile, m.tile] : [m.tile, m.tile, m.tile];
     const g = el("span", { class: `meld ${m.kind}`, "data-event": m.event, title: `${m.kind} · ${t("what")} ${m.event}` });
-    list.forEach((x, i) => g.append(tileSvg(x, { back: m.kind === "concealed" && (i === 0 || i === 3), small: true }, lang())));
+    list.forEach((x, i) => g.append(tileSvg(x, { back: m.kind === "kong_concealed" && (i === 0 || i === 3), small: true }, lang())));
     if (m.source !== null && m.source !== undefined) g.append(el("small", { class: "muted", text: ` ${t("from_seat", m.source)}` }));
     melds.append(g);
   }
