@@ -70,6 +70,12 @@ def test_search_filters_like_the_api_and_opens_a_table(page: Any, desk: Desk) ->
     assert 0 < len(want) < len(every)
     expect(page.locator("#results-body tr[data-table]")).to_have_count(len(want))
     page.fill("#search-form input[name=player]", "")
+    page.fill("#search-form input[name=since]", "2026-11-21")
+    page.click("#search-form button[type=submit]")
+    assert desk.api("/v1/tables", since="2026-11-21")["tables"] == []
+    expect(page.locator("#results-body")).to_contain_text("没有符合的牌桌")
+    expect(page.locator("#results-body tr[data-table]")).to_have_count(0)
+    page.fill("#search-form input[name=since]", "")
     page.check("#search-form input[name=has][value=lou_hu]")
     page.click("#search-form button[type=submit]")
     want = [t["table_id"] for t in desk.api("/v1/tables", has="lou_hu")["tables"]]
@@ -226,6 +232,11 @@ def test_jumps_and_the_lou_hu_explanation(page: Any, desk: Desk) -> None:
     expect(page.locator("#audit .lou-hu-text").first).to_have_text(tl["lou_hu"][0]["text"])
     # the passed winning discard is visible on the board: the seat that could win is named
     expect(page.locator(".badge.can-win")).to_contain_text("1")
+    passed = page.locator(f"svg.tile.passed-win[data-event='{lou[0]}']")
+    expect(passed).to_have_count(1)
+    page.keyboard.press("ArrowRight")  # later in the hand the passed discard stays marked
+    expect(page.locator("#step")).to_have_attribute("data-at", str(lou[0] + 1))
+    expect(passed).to_have_count(1)
     for kind in ("hu", "kong", "liang_dao"):
         want = next(x["version"] for x in steps if x["kind"] == kind and x["version"] > lou[0])
         page.click(f"button[data-jump={kind}][data-dir='1']")

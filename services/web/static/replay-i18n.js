@@ -35,7 +35,11 @@ const WORDS = {
   close: ["关闭", "Close"], none_found: ["没有了：{0}", "none further: {0}"], seat_only: ["座位视角：只显示该座位当时看到的", "Seat view: only what this seat saw"],
   print: ["打印", "Print"], back: ["返回回放", "Back to the replay"], chain: ["哈希链", "Hash chain"],
   verified: ["已验证", "verified"], broken: ["不一致", "broken"], events: ["事件", "Events"], decision_of: ["决定：座位 {0}", "decisions of seat {0}"],
-  draws: ["摸牌", "draws"], face_down: ["背面", "face down"], what: ["事件", "event"], no_table: ["没有这张牌桌", "No such table"],
+  draws: ["摸牌", "draws"], passed_win: ["座位 {0} 可胡而未胡（漏胡）", "seat {0} could have won on it and passed (missed win)"],
+  k_tile_discarded: ["打出", "discards"], k_tile_drawn: ["摸牌", "draws"], k_replacement_draw: ["补牌", "replacement draw"],
+  k_peng: ["碰", "peng"], k_kong: ["杠", "kong"], k_liang_dao: ["亮倒", "declares ready"], k_hu: ["胡", "hu"],
+  k_hand_started: ["开局", "hand starts"], k_hand_exhausted: ["荒庄", "wall exhausted"], k_wall_revealed: ["公布牌墙", "wall revealed"],
+  k_settlement_reported: ["平台上报结算", "payout reported"], k_transfer: ["转账", "transfer"], k_net: ["净额", "net"], face_down: ["背面", "face down"], what: ["事件", "event"], no_table: ["没有这张牌桌", "No such table"],
 };
 
 export function t(name, ...args) {

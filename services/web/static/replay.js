@@ -118,6 +118,16 @@ function tiles(list, opts = {}) {
 }
 const seatName = (s) => `${t("seat_n", s)} · ${(S.state.players || [])[s] || ""}`;
 
+// Discards some seat could have won on and passed (the timeline's candidates): event → seats.
+function passedWins() {
+  const out = new Map();
+  for (const l of S.tl.lines) {
+    const seats = (l.candidates || []).filter((c) => c.outcome === "passed").map((c) => c.seat);
+    if (seats.length) out.set(l.version, seats);
+  }
+  return out;
+}
+
 function drawSeat(seat, hs, st) {
   const h = st.hand;
   const box = el("section", { class: "seat card" + (seat.seat === focusSeat() ? " focus" : ""), "data-seat": seat.seat });
@@ -178,8 +188,10 @@ function drawSeat(seat, hs, st) {
   for (const d of seat.discards || []) {
     const winners = h.seats.filter((o) => o.seat !== seat.seat && waitsOf(o).includes(d.tile)).map((o) => o.seat);
     const extra = [d.claimed ? "claimed" : "", d.event === S.at ? "latest" : ""].filter(Boolean).join(" ");
-    const svg = tileSvg(d.tile, { small: true, extra }, lang());
+    const passed = S.seat === null && passedWins().get(d.event);
+    const svg = tileSvg(d.tile, { small: true, extra: passed ? `${extra} passed-win` : extra }, lang());
     svg.dataset.event = d.event;
+    if (passed) svg.setAttribute("aria-label", `${tileName(d.tile, lang())} (${t("passed_win", passed.join(", "))})`);
     if (d.claimed) svg.setAttribute("aria-label", `${tileName(d.tile, lang())} (${t("claimed")})`);
     discards.append(svg);
     if (d.event === S.at && winners.length) {
@@ -214,7 +226,7 @@ function lineText(l) {
   const hiddenDraw = (l.kind === "tile_drawn" || l.kind === "replacement_draw") && l.seat !== S.seat;
   const hide = hiddenDraw || l.kind === "hand_started" || l.candidates || (l.codes || []).includes("lou_hu");
   const tilesText = hide ? "" : ` ${(l.tiles || []).map((x) => tileName(x, lang())).join(" ")}`;
-  return `${t("what")} ${l.version}${who} · ${l.kind}${tilesText}`;
+  return `${t("what")} ${l.version}${who} · ${t(`k_${l.kind}`)}${tilesText}`;
 }
 
 function drawTimeline() {
@@ -329,7 +341,7 @@ function render() {
   drawControls();
   drawBoard();
   drawTimeline();
-  drawAudit();
+  drawAudit().catch((e) => flash(e.message));
 }
 
 // ------------------------------------------------------------------------------------ the report
