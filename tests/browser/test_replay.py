@@ -357,3 +357,22 @@ def test_screenshots_at_desk_and_phone_sizes(browser: Any, desk: Desk, tmp_path:
     finally:
         context.close()
     assert not errors, errors
+
+
+def test_liang_dao_as_declared_with_its_triplets_kept_face_down(page: Any, desk: Desk) -> None:
+    table = KONG_TABLE
+    declared = next(x for x in lines(desk, table) if x["kind"] == "liang_dao" and x["liang_dao"]["hidden"])
+    at, seat = declared["version"], declared["seat"]
+    kept = len(declared["liang_dao"]["hidden"]) * 3
+    open_at(page, desk, table, at)
+    box = f".seat[data-seat='{seat}']"
+    expect(page.locator(f"{box} .liang-dao")).to_be_visible()
+    assert tiles_in(page, f"{box} .liang-dao") == declared["liang_dao"]["waits"]
+    assert page.locator(f"{box} .concealed svg.tile.kept").count() == kept  # support: shown, marked kept down
+    other = (seat + 1) % 3
+    open_at(page, desk, table, at, seat=other)
+    view = desk.api(f"/v1/tables/{table}/state", at=at, seat=other)["hand"]["seats"][seat]
+    assert sorted(tiles_in(page, f"{box} .concealed")) == sorted(expand(view["concealed"]))
+    assert page.locator(f"{box} .concealed svg.tile.back").count() == kept  # another seat: face down
+    for x in declared["liang_dao"]["hidden"]:
+        assert tiles_in(page, f"{box} .concealed").count(x) == expand(view["concealed"]).count(x)
