@@ -41,12 +41,11 @@ def open_at(page: Any, desk: Desk, table: str, at: int | None = None, **extra: A
         page.wait_for_selector("#step[data-at]")
 
 
-def at_of(page: Any) -> int:
-    return int(page.get_attribute("#step", "data-at"))
-
-
 def tiles_in(page: Any, selector: str) -> list[str]:
-    return page.eval_on_selector_all(selector + " svg.tile[data-tile]", "ns => ns.map(n => n.dataset.tile)")
+    names: list[str] = page.eval_on_selector_all(
+        selector + " svg.tile[data-tile]", "ns => ns.map(n => n.dataset.tile)"
+    )
+    return names
 
 
 def lines(desk: Desk, table: str, lang: str = "zh") -> list[dict[str, Any]]:
@@ -63,7 +62,10 @@ def test_search_filters_like_the_api_and_opens_a_table(page: Any, desk: Desk) ->
     sign_in(page, desk)
     every = [t["table_id"] for t in desk.api("/v1/tables")["tables"]]
     expect(page.locator("#results-body tr[data-table]")).to_have_count(len(every))
-    assert page.eval_on_selector_all("#results-body tr[data-table]", "rs => rs.map(r => r.dataset.table)") == every
+    assert (
+        page.eval_on_selector_all("#results-body tr[data-table]", "rs => rs.map(r => r.dataset.table)")
+        == every
+    )
     page.fill("#search-form input[name=player]", "p004")
     page.click("#search-form button[type=submit]")
     want = [t["table_id"] for t in desk.api("/v1/tables", player="p004")["tables"]]
@@ -112,7 +114,10 @@ def test_the_board_equals_the_state_at_several_events(page: Any, desk: Desk, tab
         for seat in h["seats"]:
             box = f".seat[data-seat='{seat['seat']}']"
             assert page.locator(f"{box} .concealed svg.tile").count() == seat["concealed_count"], (at, seat)
-            assert sorted(tiles_in(page, f"{box} .concealed")) == sorted(expand(seat["concealed"])), (at, seat)
+            assert sorted(tiles_in(page, f"{box} .concealed")) == sorted(expand(seat["concealed"])), (
+                at,
+                seat,
+            )
             assert tiles_in(page, f"{box} .discards") == [d["tile"] for d in seat["discards"]], (at, seat)
             claimed = sum(1 for d in seat["discards"] if d["claimed"])
             assert page.locator(f"{box} .discards svg.tile.claimed").count() == claimed, (at, seat)
@@ -120,7 +125,10 @@ def test_the_board_equals_the_state_at_several_events(page: Any, desk: Desk, tab
             for i, m in enumerate(seat["melds"]):
                 meld = page.locator(f"{box} .melds .meld").nth(i)
                 assert meld.locator("svg.tile").count() == (3 if m["kind"] == "peng" else 4), (at, m)
-                assert meld.locator("svg.tile.back").count() == (2 if m["kind"] == "kong_concealed" else 0), (at, m)
+                assert meld.locator("svg.tile.back").count() == (2 if m["kind"] == "kong_concealed" else 0), (
+                    at,
+                    m,
+                )
             if seat["waits"]:
                 assert tiles_in(page, f"{box} .ready") == seat["waits"], (at, seat)
             else:
@@ -145,13 +153,19 @@ def test_a_seat_view_holds_no_other_seats_concealed_tile(page: Any, desk: Desk) 
                 assert page.locator(f"{box} svg.tile.back").count() == other["concealed_count"]
                 assert page.locator(f".seat[data-seat='{other['seat']}'] .ready svg.tile").count() == 0
         # nor another seat's draws in the event list
-        shown = dict(page.eval_on_selector_all("#timeline li", "ns => ns.map(n => [n.dataset.version, n.textContent])"))
-        draws = [x for x in lines(desk, table) if x["kind"] == "tile_drawn" and x["seat"] != seat and x["tiles"]
-                 and str(x["version"]) in shown]  # fmt: skip
+        shown = dict(
+            page.eval_on_selector_all("#timeline li", "ns => ns.map(n => [n.dataset.version, n.textContent])")
+        )
+        draws = [
+            x for x in lines(desk, table)
+            if x["kind"] == "tile_drawn" and x["seat"] != seat and x["tiles"] and str(x["version"]) in shown
+        ]  # fmt: skip
         assert draws
         for line in draws:
             text = shown[str(line["version"])]
-            assert line["text"] not in text and not any(x in text for x in ("筒", "条", "中", "发", "白")), text
+            assert line["text"] not in text and not any(x in text for x in ("筒", "条", "中", "发", "白")), (
+                text
+            )
         assert page.is_disabled("#report-btn")  # the report holds every hand: support's view only
 
 
@@ -200,8 +214,11 @@ def test_keys_move_as_the_help_says(page: Any, desk: Desk) -> None:
     page.keyboard.press("Home")
     expect(page.locator("#step")).to_have_attribute("data-at", str(h2["first_event"]))
     # ↓: seat 0's (the focused seat's) next decision; ↑ back to the one before
-    decisions = [x["version"] for x in steps if (x["seat"] == 0 and x["kind"] in ("tile_discarded", "peng", "kong",
-                 "liang_dao", "hu")) or any(c["seat"] == 0 for c in x.get("candidates") or [])]  # fmt: skip
+    kinds = ("tile_discarded", "peng", "kong", "liang_dao", "hu")
+    decisions = [
+        x["version"] for x in steps
+        if (x["seat"] == 0 and x["kind"] in kinds) or any(c["seat"] == 0 for c in x.get("candidates") or [])
+    ]  # fmt: skip
     after = [v for v in decisions if v > h2["first_event"]]
     page.keyboard.press("ArrowDown")
     expect(page.locator("#step")).to_have_attribute("data-at", str(after[0]))
@@ -295,7 +312,9 @@ def test_the_audit_panel_explains_a_kong_chain_and_a_settlement_with_a_what_if(p
     expect(page.locator("#settlement table.transfers tr")).to_have_count(len(settled["transfers"]) + 1)
     for x in settled["transfers"]:
         expect(page.locator("#settlement table.transfers")).to_contain_text(x["detail"])
-    expect(page.locator("#settlement .derivation").first).to_contain_text(settled["wins"][0]["derivation"]["multiplier"])
+    expect(page.locator("#settlement .derivation").first).to_contain_text(
+        settled["wins"][0]["derivation"]["multiplier"]
+    )
     expect(page.locator("#settlement .reported.error")).to_have_count(1)
     page.select_option("#whatif-preset", "uncapped")
     other = desk.api(f"/v1/tables/{table}/hands/3/settlement", rules="uncapped")["what_if"]
@@ -332,13 +351,20 @@ def test_the_language_switch_redraws_everything(page: Any, desk: Desk) -> None:
     expect(page.locator("#timeline li").first).to_have_text(en[0]["text"])
     expect(page.locator("#next")).to_contain_text("step")
     expect(page.locator("#audit h3")).to_contain_text("Audit")
-    assert page.locator("svg.tile[aria-label*='dots'], svg.tile[aria-label*='bamboo'], svg.tile[aria-label*='dragon']").count() > 0
+    assert (
+        page.locator(
+            "svg.tile[aria-label*='dots'], svg.tile[aria-label*='bamboo'], svg.tile[aria-label*='dragon']"
+        ).count()
+        > 0
+    )
     assert page.evaluate("sessionStorage.getItem('kwx.lang')") == "en"
     expect(page.locator("#step")).to_have_attribute("data-at", "12")
 
 
 @pytest.mark.parametrize("size", [(1280, 800), (390, 844)])
-def test_screenshots_at_desk_and_phone_sizes(browser: Any, desk: Desk, tmp_path: Path, size: tuple[int, int]) -> None:
+def test_screenshots_at_desk_and_phone_sizes(
+    browser: Any, desk: Desk, tmp_path: Path, size: tuple[int, int]
+) -> None:
     context = browser.new_context(locale="zh-CN", viewport={"width": size[0], "height": size[1]})
     tab = context.new_page()
     errors: list[str] = []
