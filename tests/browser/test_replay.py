@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+import httpx
 import pytest
 from playwright.sync_api import expect
 
@@ -402,3 +403,14 @@ def test_liang_dao_as_declared_with_its_triplets_kept_face_down(page: Any, desk:
     assert page.locator(f"{box} .concealed svg.tile.back").count() == kept  # another seat: face down
     for x in declared["liang_dao"]["hidden"]:
         assert tiles_in(page, f"{box} .concealed").count(x) == expand(view["concealed"]).count(x)
+
+
+def test_a_dashboard_key_is_told_it_may_not_read_tables(page: Any, desk: Desk) -> None:
+    page.goto(f"{desk.base}/replay?table={KONG_TABLE}&at=10")
+    sign_in(page, desk, "dashboard")
+    key = desk.keys["dashboard"]
+    answer = httpx.get(f"{desk.base}/v1/tables", headers={"Authorization": f"Bearer {key}"})
+    assert answer.status_code == 403
+    expect(page.locator("#search-error")).to_have_text(answer.json()["message"])
+    expect(page.locator("#open-error")).to_contain_text(KONG_TABLE)
+    assert page.is_hidden("#viewer") and page.locator("svg.tile").count() == 0
