@@ -396,6 +396,7 @@ async function openTable(id, { at = null, hand = null, seat = null, hash = null 
   }
   $("viewer").hidden = false;
   $("report").hidden = true;
+  $("search").open = false;  // the table to the top; the search one click away
   let target = at !== null && at !== "" ? Number(at) : null;
   if (target === null && hand) { const h = body.hands.find((x) => x.hand === Number(hand)); if (h) target = h.first_event; }
   if (target === null) target = body.hands.length ? body.hands[0].first_event : 1;
@@ -450,7 +451,7 @@ function build() {
   const results = el("table", { class: "grid", id: "results" },
     el("thead", {}, el("tr", {}, ...["table_id", "players", "preset", "hands", "first_at", "flags"].map((k) => L(k, "th")))),
     el("tbody", { id: "results-body" }));
-  const search_ = el("section", { id: "search", class: "card" }, L("search", "h2"), form, openForm,
+  const search_ = el("details", { id: "search", class: "card", open: true }, el("summary", {}, L("search", "h2")), form, openForm,
     el("p", { id: "search-error", class: "error" }), results, L("more", "button", { type: "button", id: "more", hidden: true, onclick: () => search(true) }));
 
   const seatSel = el("select", { id: "seat" }, el("option", { value: "", "data-i18n": "everything", text: t("everything") }));
@@ -482,8 +483,7 @@ function build() {
   const viewer = el("section", { id: "viewer", hidden: true }, top,
     el("div", { id: "hash-warning", class: "warning", role: "alert", hidden: true }), controls,
     el("div", { class: "replay-grid" }, el("div", { id: "board" }),
-      el("aside", { id: "audit", class: "card" })),
-    el("ol", { id: "timeline", class: "card" }));
+      el("div", { class: "side" }, el("aside", { id: "audit", class: "card" }), el("ol", { id: "timeline", class: "card" }))));
   const help = el("div", { id: "help", class: "overlay", hidden: true, role: "dialog" },
     el("div", { class: "card" }, L("help_title", "h3"),
       el("ul", {}, L("k_lr", "li"), L("k_ud", "li"), L("k_pg", "li"), L("k_he", "li"), L("k_q", "li")),
