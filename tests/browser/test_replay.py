@@ -414,3 +414,38 @@ def test_a_dashboard_key_is_told_it_may_not_read_tables(page: Any, desk: Desk) -
     expect(page.locator("#search-error")).to_have_text(answer.json()["message"])
     expect(page.locator("#open-error")).to_contain_text(KONG_TABLE)
     assert page.is_hidden("#viewer") and page.locator("svg.tile").count() == 0
+
+
+def test_a_recorded_ruling_is_explained_in_zh_and_en(page: Any, desk: Desk) -> None:
+    from tests.service.serving import wait_for
+    from tests.paths import GOLDEN
+    from tests.service.streams import expectation, load
+
+    path = GOLDEN / "lou-hu-rejected.jsonl"
+    wire, error = load(path), expectation(path)["error"]
+    table = "browser-lou-hu-recorded"
+    events = [dict(wire[0], violations="record"), *wire[1:]]
+    platform = {"Authorization": f"Bearer {desk.keys['platform']}"}
+    body = {"events": events, "expected_version": 0}
+    stored = httpx.post(f"{desk.base}/v1/tables/{table}/events", json=body, headers=platform, timeout=60)
+    assert stored.status_code == 201, stored.text
+    support = {"Authorization": f"Bearer {desk.keys['support']}"}
+    url = f"{desk.base}/v1/tables/{table}/hands"
+    wait_for(lambda: httpx.get(url, headers=support, timeout=30).status_code == 200, 120, "the hand list")
+    line = next(x for x in lines(desk, table, "zh") if x.get("ruling"))
+    assert line["version"] == error["index"] + 1 and line["ruling"]["code"] == error["rule"]
+    open_at(page, desk, table, 2)
+    page.keyboard.press("PageDown")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(line["version"]))
+    expect(page.locator("#timeline li.current.ruling")).to_have_count(1)
+    expect(page.locator("#audit .ruling-text")).to_contain_text(error["rule"])
+    expect(page.locator("#audit .ruling-text")).to_contain_text(line["ruling"]["message_zh"])
+    page.keyboard.press("PageUp")  # no ruling before it: it stays, and says so
+    expect(page.locator("#note")).not_to_be_empty()
+    assert page.get_attribute("#step", "data-at") == str(line["version"])
+    page.click("#lang")
+    expect(page.locator("#audit .ruling-text")).to_contain_text(line["ruling"]["message"])
+    winners = events[error["index"]].get("winners") or [events[error["index"]].get("seat")]
+    other = next(s for s in (0, 1, 2) if s not in winners)
+    open_at(page, desk, table, line["version"], seat=other)
+    expect(page.locator("#audit .ruling-text")).to_contain_text(error["rule"])  # a hu's ruling: the table's

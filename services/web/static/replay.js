@@ -250,7 +250,9 @@ async function drawAudit() {
   const lines = S.tl.lines.filter((l) => l.version === S.at && l.kind !== "transfer" && l.kind !== "net");
   for (const l of lines) {
     if (l.ruling) {
-      const msg = lang() === "zh" ? l.ruling.message_zh || l.ruling.message : l.ruling.message;
+      // a ruling's message may quote a hand: a seat's view shows only its own rulings' messages
+      const mine = S.seat === null || l.seat === S.seat || l.seat === null || l.seat === undefined;
+      const msg = !mine ? "" : lang() === "zh" ? l.ruling.message_zh || l.ruling.message : l.ruling.message;
       box.append(p(`${t("ruling")}${l.ruling.code} (${l.ruling.kind || ""}) — ${msg || ""}`, "error ruling-text"));
     } else {
       box.append(p(t("legal"), "good legal"));
@@ -400,6 +402,7 @@ async function openTable(id, { at = null, hand = null, seat = null, hash = null 
   let target = at !== null && at !== "" ? Number(at) : null;
   if (target === null && hand) { const h = body.hands.find((x) => x.hand === Number(hand)); if (h) target = h.first_event; }
   if (target === null) target = body.hands.length ? body.hands[0].first_event : 1;
+  if (S.whatIf === body.table.preset) S.whatIf = body.table.preset === "default" ? "xiangyang" : "default";
   S.linkHash = hash || null;
   S.linkAt = target;
   await go(target);
