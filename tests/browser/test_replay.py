@@ -417,8 +417,8 @@ def test_a_dashboard_key_is_told_it_may_not_read_tables(page: Any, desk: Desk) -
 
 
 def test_a_recorded_ruling_is_explained_in_zh_and_en(page: Any, desk: Desk) -> None:
-    from tests.service.serving import wait_for
     from tests.paths import GOLDEN
+    from tests.service.serving import wait_for
     from tests.service.streams import expectation, load
 
     path = GOLDEN / "lou-hu-rejected.jsonl"
