@@ -120,6 +120,9 @@ def test_the_board_equals_the_state_at_several_events(page: Any, desk: Desk, tab
                 seat,
             )
             assert tiles_in(page, f"{box} .discards") == [d["tile"] for d in seat["discards"]], (at, seat)
+            coins = page.locator(f"{box} .coins")
+            assert coins.get_attribute("data-coins") == str(st["coins"][seat["seat"]]), (at, seat)
+            assert coins.get_attribute("data-kong") == str(h["kong_money"][seat["seat"]]), (at, seat)
             claimed = sum(1 for d in seat["discards"] if d["claimed"])
             assert page.locator(f"{box} .discards svg.tile.claimed").count() == claimed, (at, seat)
             assert page.locator(f"{box} .melds .meld").count() == len(seat["melds"]), (at, seat)

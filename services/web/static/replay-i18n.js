@@ -14,7 +14,7 @@ const WORDS = {
   j_hu: ["胡", "hu"], j_kong: ["杠", "kong"], j_liang_dao: ["亮倒", "liang dao"], j_ruling: ["裁定", "ruling"],
   j_lou_hu: ["漏胡", "missed win"], j_hand: ["局", "hand"], event_of: ["事件 {0} / {1}", "event {0} of {1}"],
   wall: ["牌墙剩余 {0}", "wall {0} left"], dealer: ["庄", "dealer"], turn: ["该出牌", "to play"],
-  coins: ["分 {0}", "coins {0}"], concealed: ["手牌", "concealed"], melds: ["副露", "melds"], discards: ["弃牌", "discards"],
+  coins: ["分 {0}", "coins {0}"], kong_money: ["本局杠钱 {0}", "kong money this hand {0}"], concealed: ["手牌", "concealed"], melds: ["副露", "melds"], discards: ["弃牌", "discards"],
   ready: ["听牌：", "ready on: "], not_ready: ["未听牌", "not ready"], waits_unknown: ["听牌：不可见", "ready: not visible"],
   liang_dao_on: ["亮倒，听 ", "declared ready (亮倒), waiting on "], hidden_kept: ["暗刻不亮 {0} 组", "{0} triplet(s) kept face down"],
   lou_hu_on: ["漏胡中（自事件 {0}）", "missed win in force (since event {0})"], from_seat: ["来自座位 {0}", "from seat {0}"],

@@ -135,7 +135,9 @@ function drawSeat(seat, hs, st) {
   const head = el("header", {}, el("strong", { text: seatName(seat.seat) }));
   if (h.dealer === seat.seat) head.append(el("span", { class: "badge dealer", text: t("dealer") }));
   if (h.turn === seat.seat && h.phase !== "over") head.append(el("span", { class: "badge turn", text: t("turn") }));
-  head.append(el("span", { class: "coins", text: t("coins", (st.coins || [])[seat.seat] ?? 0) }));
+  const coins = (st.coins || [])[seat.seat] ?? 0, kong = (h.kong_money || [])[seat.seat] ?? 0;
+  head.append(el("span", { class: "coins", "data-coins": coins, "data-kong": kong,
+    text: t("coins", coins) + (kong ? ` · ${t("kong_money", kong > 0 ? `+${kong}` : kong)}` : "") }));
   box.append(head);
 
   // Ready (听牌) and on what: the state's waits (own seats), or what 亮倒 declared.
