@@ -1,0 +1,454 @@
+"""The replay page (issue 17) in a real Chromium against a served desk: what it shows equals the
+API's answers (each seat's tiles, melds, discards, waits, wall count, whose turn), a seat's view
+holds no other seat's concealed tile, the permalink round-trips and warns on a tampered hash, the
+keys and jumps move where they say, the audit panel and the dispute report carry the API's
+derivations, and zh/en redraws everything."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import Desk, sign_in
+
+LOU_HU_TABLE = "sim-17-5"  # simulate --seed 17: hand 2 has a 漏胡 at event 110
+KONG_TABLE = "sim-17-2"  # a kong chain, 亮倒 with a hidden triplet, reported payouts that differ
+
+
+def expand(compact: str | None) -> list[str]:
+    out: list[str] = []
+    for group in (compact or "").split():
+        if group[-1] in "ps":
+            out += [d + group[-1] for d in group[:-1]]
+        else:
+            out += list(group)
+    return out
+
+
+def open_at(page: Any, desk: Desk, table: str, at: int | None = None, **extra: Any) -> None:
+    query = {"table": table, **({"at": at} if at is not None else {}), **extra}
+    page.goto(f"{desk.base}/replay?{urlencode(query)}")
+    if page.is_visible("#signin"):
+        sign_in(page, desk)
+    if at is not None:
+        expect(page.locator("#step")).to_have_attribute("data-at", str(at))
+    else:
+        page.wait_for_selector("#step[data-at]")
+
+
+def tiles_in(page: Any, selector: str) -> list[str]:
+    names: list[str] = page.eval_on_selector_all(
+        selector + " svg.tile[data-tile]", "ns => ns.map(n => n.dataset.tile)"
+    )
+    return names
+
+
+def lines(desk: Desk, table: str, lang: str = "zh") -> list[dict[str, Any]]:
+    hands = desk.api(f"/v1/tables/{table}/hands")["hands"]
+    out: list[dict[str, Any]] = []
+    for h in hands:
+        tl = desk.api(f"/v1/tables/{table}/hands/{h['hand']}/timeline", lang=lang)
+        out += [x for x in tl["lines"] if x["kind"] not in ("transfer", "net")]
+    return out
+
+
+def test_search_filters_like_the_api_and_opens_a_table(page: Any, desk: Desk) -> None:
+    page.goto(desk.base + "/replay")
+    sign_in(page, desk)
+    every = [t["table_id"] for t in desk.api("/v1/tables")["tables"]]
+    expect(page.locator("#results-body tr[data-table]")).to_have_count(len(every))
+    assert (
+        page.eval_on_selector_all("#results-body tr[data-table]", "rs => rs.map(r => r.dataset.table)")
+        == every
+    )
+    page.fill("#search-form input[name=player]", "p004")
+    page.click("#search-form button[type=submit]")
+    want = [t["table_id"] for t in desk.api("/v1/tables", player="p004")["tables"]]
+    assert 0 < len(want) < len(every)
+    expect(page.locator("#results-body tr[data-table]")).to_have_count(len(want))
+    page.fill("#search-form input[name=player]", "")
+    page.fill("#search-form input[name=since]", "2026-11-21")
+    page.click("#search-form button[type=submit]")
+    assert desk.api("/v1/tables", since="2026-11-21")["tables"] == []
+    expect(page.locator("#results-body")).to_contain_text("没有符合的牌桌")
+    expect(page.locator("#results-body tr[data-table]")).to_have_count(0)
+    page.fill("#search-form input[name=since]", "")
+    page.check("#search-form input[name=has][value=lou_hu]")
+    page.click("#search-form button[type=submit]")
+    want = [t["table_id"] for t in desk.api("/v1/tables", has="lou_hu")["tables"]]
+    expect(page.locator("#results-body tr[data-table]")).to_have_count(len(want))
+    page.click(f"#results-body tr[data-table='{want[0]}'] button")
+    hands = desk.api(f"/v1/tables/{want[0]}/hands")["hands"]
+    expect(page.locator("#hands button")).to_have_count(len(hands))
+    expect(page.locator("#step")).to_have_attribute("data-at", str(hands[0]["first_event"]))
+    assert want[0] in page.inner_text("#table-title")
+
+
+def test_a_missing_table_is_said_so(page: Any, desk: Desk) -> None:
+    page.goto(desk.base + "/replay")
+    sign_in(page, desk)
+    page.fill("#open-id", "no-such-table")
+    page.click("#open-form button[type=submit]")
+    expect(page.locator("#open-error")).to_contain_text("no-such-table")
+    assert page.is_hidden("#viewer")
+
+
+@pytest.mark.parametrize("table", [KONG_TABLE, LOU_HU_TABLE])
+def test_the_board_equals_the_state_at_several_events(page: Any, desk: Desk, table: str) -> None:
+    latest = desk.api(f"/v1/tables/{table}/events", limit=1)["version"]
+    open_at(page, desk, table, 5)
+    for at in (5, 30, 77, 110, 153, latest - 3):
+        page.fill("#jump-at", str(at))
+        page.click("#jump-form button[type=submit]")
+        expect(page.locator("#step")).to_have_attribute("data-at", str(at))
+        st = desk.api(f"/v1/tables/{table}/state", at=at)
+        h = st["hand"]
+        assert page.get_attribute("#wall-count", "data-wall") == str(h["wall_remaining"]), at
+        assert page.get_attribute("#turn", "data-turn") == str(h["turn"]), at
+        assert page.get_attribute("#dealer", "data-dealer") == str(h["dealer"]), at
+        for seat in h["seats"]:
+            box = f".seat[data-seat='{seat['seat']}']"
+            assert page.locator(f"{box} .concealed svg.tile").count() == seat["concealed_count"], (at, seat)
+            assert sorted(tiles_in(page, f"{box} .concealed")) == sorted(expand(seat["concealed"])), (
+                at,
+                seat,
+            )
+            assert tiles_in(page, f"{box} .discards") == [d["tile"] for d in seat["discards"]], (at, seat)
+            coins = page.locator(f"{box} .coins")
+            assert coins.get_attribute("data-coins") == str(st["coins"][seat["seat"]]), (at, seat)
+            assert coins.get_attribute("data-kong") == str(h["kong_money"][seat["seat"]]), (at, seat)
+            claimed = sum(1 for d in seat["discards"] if d["claimed"])
+            assert page.locator(f"{box} .discards svg.tile.claimed").count() == claimed, (at, seat)
+            assert page.locator(f"{box} .melds .meld").count() == len(seat["melds"]), (at, seat)
+            for i, m in enumerate(seat["melds"]):
+                meld = page.locator(f"{box} .melds .meld").nth(i)
+                assert meld.locator("svg.tile").count() == (3 if m["kind"] == "peng" else 4), (at, m)
+                assert meld.locator("svg.tile.back").count() == (2 if m["kind"] == "kong_concealed" else 0), (
+                    at,
+                    m,
+                )
+            if seat["waits"]:
+                assert tiles_in(page, f"{box} .ready") == seat["waits"], (at, seat)
+            else:
+                assert page.locator(f"{box} .ready svg.tile").count() == 0, (at, seat)
+            if seat["liang_dao"]:
+                expect(page.locator(f"{box} .liang-dao")).to_be_visible()
+
+
+def test_a_seat_view_holds_no_other_seats_concealed_tile(page: Any, desk: Desk) -> None:
+    table, seat = KONG_TABLE, 1
+    for at in (30, 60):
+        open_at(page, desk, table, at, seat=seat)
+        full = desk.api(f"/v1/tables/{table}/state", at=at)["hand"]
+        assert page.input_value("#seat") == str(seat)
+        for other in full["seats"]:
+            box = f".seat[data-seat='{other['seat']}'] .concealed"
+            assert page.locator(f"{box} svg.tile").count() == other["concealed_count"]
+            if other["seat"] == seat:
+                assert sorted(tiles_in(page, box)) == sorted(expand(other["concealed"]))
+            elif other["liang_dao"] is None:
+                assert tiles_in(page, box) == [], (at, other["seat"])  # face down: no name at all
+                assert page.locator(f"{box} svg.tile.back").count() == other["concealed_count"]
+                assert page.locator(f".seat[data-seat='{other['seat']}'] .ready svg.tile").count() == 0
+        # nor another seat's draws in the event list
+        shown = dict(
+            page.eval_on_selector_all("#timeline li", "ns => ns.map(n => [n.dataset.version, n.textContent])")
+        )
+        draws = [
+            x for x in lines(desk, table)
+            if x["kind"] == "tile_drawn" and x["seat"] != seat and x["tiles"] and str(x["version"]) in shown
+        ]  # fmt: skip
+        assert draws
+        for line in draws:
+            text = shown[str(line["version"])]
+            assert line["text"] not in text and not any(x in text for x in ("筒", "条", "中", "发", "白")), (
+                text
+            )
+        assert page.is_disabled("#report-btn")  # the report holds every hand: support's view only
+
+
+def test_the_permalink_round_trips_and_a_tampered_hash_warns(page: Any, desk: Desk) -> None:
+    table, at = KONG_TABLE, 77
+    open_at(page, desk, table, 40, seat=2)
+    page.fill("#jump-at", str(at))
+    page.click("#jump-form button[type=submit]")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(at))
+    page.wait_for_function(f"location.search.includes('at={at}')")
+    q = parse_qs(urlsplit(page.url).query)
+    hands = desk.api(f"/v1/tables/{table}/hands")["hands"]
+    hand = max(h["hand"] for h in hands if h["first_event"] <= at)
+    report = desk.api(f"/v1/tables/{table}/hands/{hand}/report")
+    stored = next(e["hash"] for e in report["events"] if e["version"] == at)
+    assert q == {"table": [table], "hand": [str(hand)], "at": [str(at)], "seat": ["2"], "hash": [stored]}
+    link = page.url
+    page.goto(desk.base + "/replay")  # elsewhere, then back by the link
+    page.goto(link)
+    expect(page.locator("#step")).to_have_attribute("data-at", str(at))
+    assert page.input_value("#seat") == "2"
+    assert tiles_in(page, ".seat[data-seat='2'] .concealed")  # seat 2's own tiles, face up
+    assert tiles_in(page, ".seat[data-seat='0'] .concealed") == []
+    expect(page.locator("#hash-warning")).to_be_hidden()
+    tampered = stored[:-1] + ("0" if stored[-1] != "0" else "1")
+    page.goto(link.replace(stored, tampered))
+    expect(page.locator("#hash-warning")).to_be_visible()
+    expect(page.locator("#hash-warning")).to_contain_text(str(at))
+    expect(page.locator("#hash-warning")).to_contain_text(stored[:12])
+
+
+def test_keys_move_as_the_help_says(page: Any, desk: Desk) -> None:
+    table = KONG_TABLE
+    hands = desk.api(f"/v1/tables/{table}/hands")["hands"]
+    h2, h3 = hands[1], hands[2]
+    steps = lines(desk, table)
+    open_at(page, desk, table, h2["first_event"] + 5)
+    start = h2["first_event"] + 5
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(start + 1))
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(start - 1))
+    page.keyboard.press("End")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(h3["first_event"] - 1))
+    page.keyboard.press("Home")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(h2["first_event"]))
+    # ↓: seat 0's (the focused seat's) next decision; ↑ back to the one before
+    kinds = ("tile_discarded", "peng", "kong", "liang_dao", "hu")
+    decisions = [
+        x["version"] for x in steps
+        if (x["seat"] == 0 and x["kind"] in kinds) or any(c["seat"] == 0 for c in x.get("candidates") or [])
+    ]  # fmt: skip
+    after = [v for v in decisions if v > h2["first_event"]]
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(after[0]))
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(after[1]))
+    page.keyboard.press("ArrowUp")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(after[0]))
+    # PgDn: the next ruling (here a reported payout that differs from the computed one)
+    rulings = [x["version"] for x in steps if x.get("ruling") or x.get("differences")]
+    assert rulings
+    page.keyboard.press("PageDown")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(next(v for v in rulings if v > after[0])))
+    expect(page.locator("#help")).to_be_hidden()
+    page.keyboard.press("?")
+    expect(page.locator("#help")).to_be_visible()
+    page.keyboard.press("?")
+    expect(page.locator("#help")).to_be_hidden()
+
+
+def test_jumps_and_the_lou_hu_explanation(page: Any, desk: Desk) -> None:
+    table = LOU_HU_TABLE
+    steps = lines(desk, table)
+    lou = [x["version"] for x in steps if "lou_hu" in x["codes"]]
+    open_at(page, desk, table, 2)
+    page.click("button[data-jump=lou_hu][data-dir='1']")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(lou[0]))
+    tl = desk.api(f"/v1/tables/{table}/hands/2/timeline", lang="zh")
+    expect(page.locator("#audit .lou-hu-text").first).to_have_text(tl["lou_hu"][0]["text"])
+    # the passed winning discard is visible on the board: the seat that could win is named
+    expect(page.locator(".badge.can-win")).to_contain_text("1")
+    passed = page.locator(f"svg.tile.passed-win[data-event='{lou[0]}']")
+    expect(passed).to_have_count(1)
+    page.keyboard.press("ArrowRight")  # later in the hand the passed discard stays marked
+    expect(page.locator("#step")).to_have_attribute("data-at", str(lou[0] + 1))
+    expect(passed).to_have_count(1)
+    for kind in ("hu", "kong", "liang_dao"):
+        want = next(x["version"] for x in steps if x["kind"] == kind and x["version"] > lou[0])
+        page.click(f"button[data-jump={kind}][data-dir='1']")
+        expect(page.locator("#step")).to_have_attribute("data-at", str(want))
+        page.click(f"button[data-jump={kind}][data-dir='-1']")
+        back = [x["version"] for x in steps if x["kind"] == kind and x["version"] < want]
+        expect(page.locator("#step")).to_have_attribute("data-at", str(back[-1] if back else want))
+        page.fill("#jump-at", str(lou[0]))
+        page.click("#jump-form button[type=submit]")
+        expect(page.locator("#step")).to_have_attribute("data-at", str(lou[0]))
+    hands = desk.api(f"/v1/tables/{table}/hands")["hands"]
+    page.click("button[data-jump=hand][data-dir='1']")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(hands[2]["first_event"]))
+
+
+def test_a_step_is_one_state_read(page: Any, desk: Desk) -> None:
+    open_at(page, desk, KONG_TABLE, 10)
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#step")).to_have_attribute("data-at", "11")  # the hand's reads are cached now
+    before = len(page.requests)
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#step")).to_have_attribute("data-at", "12")
+    made = [urlsplit(u).path + "?" + urlsplit(u).query for u in page.requests[before:]]
+    assert made == [f"/v1/tables/{KONG_TABLE}/state?at=12&lang=zh"], made  # no reload, nothing else
+
+
+def test_the_event_list_highlights_the_step_and_is_clickable(page: Any, desk: Desk) -> None:
+    open_at(page, desk, KONG_TABLE, 10)
+    assert page.get_attribute("#timeline li.current", "data-version") == "10"
+    page.click("#timeline li[data-version='20']")
+    expect(page.locator("#step")).to_have_attribute("data-at", "20")
+    expect(page.locator("#timeline li.current")).to_have_count(1)
+    assert page.get_attribute("#timeline li.current", "data-version") == "20"
+    page.click("#next")
+    expect(page.locator("#timeline li.current")).to_have_attribute("data-version", "21")
+    page.locator("#slider").fill("25")
+    expect(page.locator("#step")).to_have_attribute("data-at", "25")
+    expect(page.locator("#timeline li.current")).to_have_attribute("data-version", "25")
+
+
+def test_the_audit_panel_explains_a_kong_chain_and_a_settlement_with_a_what_if(page: Any, desk: Desk) -> None:
+    table = KONG_TABLE
+    chain = next(x for x in lines(desk, table, "zh") if "kong_chain" in x["codes"])
+    open_at(page, desk, table, chain["version"])
+    expect(page.locator("#audit .legal")).to_be_visible()
+    expect(page.locator("#audit .kong-text")).to_contain_text(f"×{chain['kong']['factor']}")
+    expect(page.locator("#audit .line-text")).to_have_text(chain["text"])
+    # hand 3 ends at its hu; its payout was reported with a difference
+    hands = desk.api(f"/v1/tables/{table}/hands")["hands"]
+    h3 = hands[2]
+    hu = h3["winners"][0]["event"]
+    page.fill("#jump-at", str(hu))
+    page.click("#jump-form button[type=submit]")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(hu))
+    settled = desk.api(f"/v1/tables/{table}/hands/3/settlement")["settlement"]
+    expect(page.locator("#settlement table.transfers tr")).to_have_count(len(settled["transfers"]) + 1)
+    for x in settled["transfers"]:
+        expect(page.locator("#settlement table.transfers")).to_contain_text(x["detail"])
+    expect(page.locator("#settlement .derivation").first).to_contain_text(
+        settled["wins"][0]["derivation"]["multiplier"]
+    )
+    expect(page.locator("#settlement .reported.error")).to_have_count(1)
+    page.select_option("#whatif-preset", "uncapped")
+    other = desk.api(f"/v1/tables/{table}/hands/3/settlement", rules="uncapped")["what_if"]
+    want = " / ".join(str(x) for x in other["net_difference"])
+    expect(page.locator("#settlement .whatif-net")).to_contain_text(want)
+
+
+def test_the_dispute_report_lists_every_event_with_its_hash(page: Any, desk: Desk) -> None:
+    table = KONG_TABLE
+    open_at(page, desk, table, 40)
+    page.click("#report-btn")
+    expect(page.locator("#report")).to_be_visible()
+    report = desk.api(f"/v1/tables/{table}/hands/2/report", lang="zh")
+    expect(page.locator("#report table.events td.hash")).to_have_count(len(report["events"]))
+    assert page.eval_on_selector_all("#report td.hash", "ns => ns.map(n => n.textContent)") == [
+        e["hash"] for e in report["events"]
+    ]
+    assert page.is_hidden("#viewer")
+    page.emulate_media(media="print")
+    assert page.is_hidden("#search") and page.is_visible("#report table.events")
+    page.emulate_media(media="screen")
+    page.click("#report-back")
+    expect(page.locator("#viewer")).to_be_visible()
+
+
+def test_the_language_switch_redraws_everything(page: Any, desk: Desk) -> None:
+    table = LOU_HU_TABLE
+    open_at(page, desk, table, 12)
+    zh = desk.api(f"/v1/tables/{table}/hands/1/timeline", lang="zh")["lines"]
+    en = desk.api(f"/v1/tables/{table}/hands/1/timeline", lang="en")["lines"]
+    expect(page.locator("#timeline li").first).to_have_text(zh[0]["text"])
+    assert "下一步" in page.inner_text("#next")
+    page.click("#lang")
+    expect(page.locator("#timeline li").first).to_have_text(en[0]["text"])
+    expect(page.locator("#next")).to_contain_text("step")
+    expect(page.locator("#audit h3")).to_contain_text("Audit")
+    assert (
+        page.locator(
+            "svg.tile[aria-label*='dots'], svg.tile[aria-label*='bamboo'], svg.tile[aria-label*='dragon']"
+        ).count()
+        > 0
+    )
+    assert page.evaluate("sessionStorage.getItem('kwx.lang')") == "en"
+    expect(page.locator("#step")).to_have_attribute("data-at", "12")
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (390, 844)])
+def test_screenshots_at_desk_and_phone_sizes(
+    browser: Any, desk: Desk, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    context = browser.new_context(locale="zh-CN", viewport={"width": size[0], "height": size[1]})
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        open_at(tab, desk, KONG_TABLE, 77)
+        folder = Path(os.environ.get("KWX_ARTEFACTS") or tmp_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        shot = folder / f"replay-{size[0]}x{size[1]}.png"
+        tab.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+        # nothing wider than the screen: the page reflows on a phone
+        assert tab.evaluate("document.documentElement.scrollWidth") <= size[0]
+        box = tab.locator(".seat[data-seat='0']").bounding_box()
+        assert box is not None and box["width"] <= size[0]
+    finally:
+        context.close()
+    assert not errors, errors
+
+
+def test_liang_dao_as_declared_with_its_triplets_kept_face_down(page: Any, desk: Desk) -> None:
+    table = KONG_TABLE
+    declared = next(x for x in lines(desk, table) if x["kind"] == "liang_dao" and x["liang_dao"]["hidden"])
+    at, seat = declared["version"], declared["seat"]
+    kept = len(declared["liang_dao"]["hidden"]) * 3
+    open_at(page, desk, table, at)
+    box = f".seat[data-seat='{seat}']"
+    expect(page.locator(f"{box} .liang-dao")).to_be_visible()
+    assert tiles_in(page, f"{box} .liang-dao") == declared["liang_dao"]["waits"]
+    assert page.locator(f"{box} .concealed svg.tile.kept").count() == kept  # support: shown, marked kept down
+    other = (seat + 1) % 3
+    open_at(page, desk, table, at, seat=other)
+    view = desk.api(f"/v1/tables/{table}/state", at=at, seat=other)["hand"]["seats"][seat]
+    assert sorted(tiles_in(page, f"{box} .concealed")) == sorted(expand(view["concealed"]))
+    assert page.locator(f"{box} .concealed svg.tile.back").count() == kept  # another seat: face down
+    for x in declared["liang_dao"]["hidden"]:
+        assert tiles_in(page, f"{box} .concealed").count(x) == expand(view["concealed"]).count(x)
+
+
+def test_a_dashboard_key_is_told_it_may_not_read_tables(page: Any, desk: Desk) -> None:
+    page.goto(f"{desk.base}/replay?table={KONG_TABLE}&at=10")
+    sign_in(page, desk, "dashboard")
+    key = desk.keys["dashboard"]
+    answer = httpx.get(f"{desk.base}/v1/tables", headers={"Authorization": f"Bearer {key}"})
+    assert answer.status_code == 403
+    expect(page.locator("#search-error")).to_have_text(answer.json()["message"])
+    expect(page.locator("#open-error")).to_contain_text(KONG_TABLE)
+    assert page.is_hidden("#viewer") and page.locator("svg.tile").count() == 0
+
+
+def test_a_recorded_ruling_is_explained_in_zh_and_en(page: Any, desk: Desk) -> None:
+    from tests.paths import GOLDEN
+    from tests.service.serving import wait_for
+    from tests.service.streams import expectation, load
+
+    path = GOLDEN / "lou-hu-rejected.jsonl"
+    wire, error = load(path), expectation(path)["error"]
+    table = "browser-lou-hu-recorded"
+    events = [dict(wire[0], violations="record"), *wire[1:]]
+    platform = {"Authorization": f"Bearer {desk.keys['platform']}"}
+    body = {"events": events, "expected_version": 0}
+    stored = httpx.post(f"{desk.base}/v1/tables/{table}/events", json=body, headers=platform, timeout=60)
+    assert stored.status_code == 201, stored.text
+    support = {"Authorization": f"Bearer {desk.keys['support']}"}
+    url = f"{desk.base}/v1/tables/{table}/hands"
+    wait_for(lambda: httpx.get(url, headers=support, timeout=30).status_code == 200, 120, "the hand list")
+    line = next(x for x in lines(desk, table, "zh") if x.get("ruling"))
+    assert line["version"] == error["index"] + 1 and line["ruling"]["code"] == error["rule"]
+    open_at(page, desk, table, 2)
+    page.keyboard.press("PageDown")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(line["version"]))
+    expect(page.locator("#timeline li.current.ruling")).to_have_count(1)
+    expect(page.locator("#audit .ruling-text")).to_contain_text(error["rule"])
+    expect(page.locator("#audit .ruling-text")).to_contain_text(line["ruling"]["message_zh"])
+    page.keyboard.press("PageUp")  # no ruling before it: it stays, and says so
+    expect(page.locator("#note")).not_to_be_empty()
+    assert page.get_attribute("#step", "data-at") == str(line["version"])
+    page.click("#lang")
+    expect(page.locator("#audit .ruling-text")).to_contain_text(line["ruling"]["message"])
+    winners = events[error["index"]].get("winners") or [events[error["index"]].get("seat")]
+    other = next(s for s in (0, 1, 2) if s not in winners)
+    open_at(page, desk, table, line["version"], seat=other)
+    expect(page.locator("#audit .ruling-text")).to_contain_text(error["rule"])  # a hu's ruling: the table's
