@@ -353,6 +353,14 @@ def test_backends_terminated_during_ingest_lose_nothing_and_store_nothing_twice(
         return None
 
     def client(names: list[str]) -> None:
+        try:
+            appending(names)
+        except Exception as exc:  # the service went away (connection refused …): say it, with its output
+            tail = "\n".join(out.read_text(errors="replace").splitlines()[-40:])
+            exited = serve.poll()
+            problems.append(f"client {names}: {exc!r}; kwx serve exit code {exited}; output ends:\n{tail}")
+
+    def appending(names: list[str]) -> None:
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
             for name in names:
                 wire = tables[name]
