@@ -87,8 +87,10 @@ def desk(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         proc.wait(60)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium, for one test module: Playwright's sync API runs an event loop in this thread while
+    it is open, so it is closed before the next module (other tests call ``asyncio.run``)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
