@@ -224,9 +224,9 @@ class _Database(Collector):
         yield from (up, lag, behind, parked, stale)
 
 
-def render(pool: Any) -> bytes:
-    """The text exposition of every metric: this process's (or, in multiprocess mode, every
-    process's, summed), with the database's read at this scrape when ``pool`` is given."""
+def _registry(pool: Any) -> CollectorRegistry:
+    """Every metric of this process (or, in multiprocess mode, every process's, summed), with the
+    database's read at each scrape when ``pool`` is given."""
     registry = CollectorRegistry(auto_describe=False)
     if multiprocess():
         from prometheus_client import multiprocess as mp
@@ -235,9 +235,15 @@ def render(pool: Any) -> bytes:
     else:
         registry.register(_Default())
     if pool is not None:
-        POOLS.now()
         registry.register(_Database(pool))
-    return generate_latest(registry)
+    return registry
+
+
+def render(pool: Any) -> bytes:
+    """The text exposition of :func:`_registry` (the pools' gauges set first)."""
+    if pool is not None:
+        POOLS.now()
+    return generate_latest(_registry(pool))
 
 
 def route_of(scope: dict[str, Any]) -> str | None:
@@ -251,13 +257,4 @@ def serve_port(port: int, host: str, pool: Any) -> None:
     """``KWX_METRICS=PORT``: the same exposition on a port of its own (a thread of ``kwx serve``)."""
     from prometheus_client import start_http_server
 
-    registry = CollectorRegistry(auto_describe=False)
-    if multiprocess():
-        from prometheus_client import multiprocess as mp
-
-        mp.MultiProcessCollector(registry)
-    else:
-        registry.register(_Default())
-    if pool is not None:
-        registry.register(_Database(pool))
-    start_http_server(port, addr=host, registry=registry)
+    start_http_server(port, addr=host, registry=_registry(pool))

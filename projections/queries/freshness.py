@@ -28,6 +28,12 @@ def _read_checkpoints(conn: Connection) -> tuple[dict[str, LogPlace], dict[str, 
     return done, parked_by, epoch, next_xid
 
 
+def _log_now(conn: Connection) -> tuple[int, int]:
+    """(current epoch, next xid) read on their own: when there is no checkpoint row to bring them."""
+    row = conn.execute(f"SELECT {CURRENT_EPOCH}, {NEXT_XID}").fetchone()
+    return (int(row[0] or 0), int(row[1])) if row else (0, 0)
+
+
 @dataclass(frozen=True, slots=True)
 class Freshness:
     """The slowest model's checkpoint (a model that has none yet starts at the beginning), then the
@@ -61,8 +67,7 @@ class Status:
     def __call__(self, conn: Connection) -> list[dict[str, Any]]:
         done, _, epoch, next_xid = _read_checkpoints(conn)
         if not done:  # no rows to bring the epoch and next xid along
-            row = conn.execute(f"SELECT {CURRENT_EPOCH}, {NEXT_XID}").fetchone()
-            epoch, next_xid = (int(row[0] or 0), int(row[1])) if row else (0, 0)
+            epoch, next_xid = _log_now(conn)
         summary = parked.summary(conn)
         out = []
         for name in self.names:
@@ -97,8 +102,7 @@ class PerModel:
     def __call__(self, conn: Connection) -> list[dict[str, Any]]:
         done, parked_by, epoch, next_xid = _read_checkpoints(conn)
         if not done:
-            row = conn.execute(f"SELECT {CURRENT_EPOCH}, {NEXT_XID}").fetchone()
-            epoch, next_xid = (int(row[0] or 0), int(row[1])) if row else (0, 0)
+            epoch, next_xid = _log_now(conn)
         out = []
         for name in registry.NAMES:
             ep, tx, pos = done.get(name, (0, 0, 0))

@@ -121,3 +121,15 @@ def page(browser: Any, desk: Desk) -> Iterator[Any]:
 def sign_in(page: Any, desk: Desk, role: str = "support") -> None:
     page.fill("#signin input[name=key]", desk.keys[role])
     page.click("#signin button[type=submit]")
+
+
+def save_screenshot(tab: Any, name: str, size: tuple[int, int], tmp_path: Path) -> Path:
+    """The whole page as ``NAME-WxH.png`` in ``KWX_ARTEFACTS`` (else the test's folder), checked
+    to hold a drawn page and to be no wider than the screen (the page reflows)."""
+    folder = Path(os.environ.get("KWX_ARTEFACTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    shot = folder / f"{name}-{size[0]}x{size[1]}.png"
+    tab.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    assert tab.evaluate("document.documentElement.scrollWidth") <= size[0]
+    return shot

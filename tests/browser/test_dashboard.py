@@ -6,7 +6,6 @@ feed newest first — and it says plainly when a key's role may not read somethi
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -15,7 +14,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import Desk, sign_in
+from tests.browser.conftest import Desk, save_screenshot, sign_in
 
 ROOT = Path(__file__).resolve().parents[2]
 STATS_JS = """tds => tds.map(td =>
@@ -339,13 +338,8 @@ def test_screenshots_at_desk_and_phone_sizes(
         open_dashboard(tab, desk, role="support", query="?player=p001")
         expect(tab.locator("svg.chart")).to_be_visible()
         expect(tab.locator("#feed li").first).to_be_visible()
-        folder = Path(os.environ.get("KWX_ARTEFACTS") or tmp_path)
-        folder.mkdir(parents=True, exist_ok=True)
-        shot = folder / f"dashboard-{size[0]}x{size[1]}.png"
-        tab.screenshot(path=str(shot), full_page=True)
-        assert shot.stat().st_size > 10_000
         # the page reflows: only the wide tables scroll, inside their own box
-        assert tab.evaluate("document.documentElement.scrollWidth") <= size[0]
+        save_screenshot(tab, "dashboard", size, tmp_path)
         chart = tab.locator("svg.chart").bounding_box()
         assert chart is not None and chart["width"] <= size[0]
     finally:

@@ -6,7 +6,6 @@ derivations, and zh/en redraws everything."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -15,7 +14,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import Desk, sign_in
+from tests.browser.conftest import Desk, save_screenshot, sign_in
 
 LOU_HU_TABLE = "sim-17-5"  # simulate --seed 17: hand 2 has a 漏胡 at event 110
 KONG_TABLE = "sim-17-2"  # a kong chain, 亮倒 with a hidden triplet, reported payouts that differ
@@ -375,13 +374,8 @@ def test_screenshots_at_desk_and_phone_sizes(
     tab.on("pageerror", lambda e: errors.append(str(e)))
     try:
         open_at(tab, desk, KONG_TABLE, 77)
-        folder = Path(os.environ.get("KWX_ARTEFACTS") or tmp_path)
-        folder.mkdir(parents=True, exist_ok=True)
-        shot = folder / f"replay-{size[0]}x{size[1]}.png"
-        tab.screenshot(path=str(shot), full_page=True)
-        assert shot.stat().st_size > 10_000
         # nothing wider than the screen: the page reflows on a phone
-        assert tab.evaluate("document.documentElement.scrollWidth") <= size[0]
+        save_screenshot(tab, "replay", size, tmp_path)
         box = tab.locator(".seat[data-seat='0']").bounding_box()
         assert box is not None and box["width"] <= size[0]
     finally:
