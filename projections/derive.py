@@ -28,20 +28,28 @@ from projections.model import (
 )
 
 
-class TableCtx(msgspec.Struct, kw_only=True):
-    """What the projector knows of one table: the engine state after ``state.version`` events,
-    the table's identity, and reports waiting for their hand's settlement."""
+class FactCtx(msgspec.Struct, kw_only=True):
+    """What fact-finding needs of a table beyond its engine state: its identity, reports waiting for
+    their hand's settlement, a settlement a 买码 tile may still revise, the latest ``at``. The append
+    keeps one per table (with its cached tip, and stored with the head's snapshot) to find each
+    event's facts as it judges it; the projector's :class:`TableCtx` adds the state."""
 
     table_id: str
     tenant: str
-    state: Any
     info: TableInfo | None = None
     pending_reports: dict[int, tuple[int, tuple[ReportedLine, ...]]] = msgspec.field(default_factory=dict)
-    version: int = 0  # the last event version advanced over (applied, or skipped as unreadable)
-    failures: int = 0  # events the engine could not apply (corrupted rows): skipped, logged
     # ordinal of a settlement that a 买码 tile may still revise (maima on, self-draw, no ma yet)
     pending_ordinal: int = 0
     last_at: str | None = None  # the latest ``at`` of the table's events so far (None: none had one)
+
+
+class TableCtx(FactCtx, kw_only=True):
+    """What the projector knows of one table: the engine state after ``state.version`` events and
+    the :class:`FactCtx`."""
+
+    state: Any
+    version: int = 0  # the last event version advanced over (applied, or skipped as unreadable)
+    failures: int = 0  # events the engine could not apply (corrupted rows): skipped, logged
 
 
 class Unreadable(ValueError):
@@ -71,7 +79,7 @@ def new_ctx(engine: Replayer, table_id: str, tenant: str) -> TableCtx:
     return TableCtx(table_id=table_id, tenant=tenant, state=engine.initial())
 
 
-def _info(ctx: TableCtx, event: TableOpened, state: Any) -> TableInfo:
+def _info(ctx: FactCtx, event: TableOpened, state: Any) -> TableInfo:
     rules = getattr(state, "rules", None)
     preset = getattr(rules, "preset", None) or str(event.rules.get("preset", "default"))
     p = event.players
@@ -165,6 +173,25 @@ def advance_row(
         ctx.failures += 1
         raise Unreadable(f"{ctx.table_id} v{version}: {exc}") from exc
     ctx.state = after
+    return observe(engine, ctx, event, before, after, ruling, version, position, tx_id)
+
+
+def observe(
+    engine: Any,
+    ctx: FactCtx,
+    event: Event,
+    before: Any,
+    after: Any,
+    ruling: str | bytes | _Recheck | None,
+    version: int,
+    position: int = 0,
+    tx_id: int = 0,
+) -> list[Fact]:
+    """The facts of one event that took the table from ``before`` to ``after`` (``ruling``: the
+    ruling stored with it as JSON text, None for a legal event, :data:`RECHECK` for none known),
+    moving ``ctx`` on. The one fact-finder: the projector's fold calls it through
+    :func:`advance_row`, the append (``services.store.batch``) as it judges each event — so stored
+    facts are what the fold would find (``engine``: anything with ``encode_state``)."""
     if event.at is not None:
         ctx.last_at = event.at
     kind = type(event)
@@ -202,8 +229,8 @@ def _ruled(info: TableInfo, at: EventRef, event: Event, after: Any, ruling: Any)
 
 
 def _facts(
-    engine: Replayer,
-    ctx: TableCtx,
+    engine: Any,
+    ctx: FactCtx,
     info: TableInfo,
     at: EventRef,
     event: Event,
@@ -267,7 +294,7 @@ def _ma_may_follow(state: Any, record: Any) -> bool:
 
 
 def _settled(
-    ctx: TableCtx, info: TableInfo, at: EventRef, ordinal: int, settlement: Any, record: Any
+    ctx: FactCtx, info: TableInfo, at: EventRef, ordinal: int, settlement: Any, record: Any
 ) -> list[Fact]:
     out: list[Fact] = [
         HandSettled(

@@ -16,13 +16,16 @@ stepping directly: callers hold an :class:`Engine` (``Container.engine``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
 
 from domain.events import Event, TableOpened
+
+Observer = Callable[[int, Any, Event, Any, "dict[str, Any] | None"], None]
+"""Told of each event a batch step accepts: (index, state before, event, state after, ruling)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +68,7 @@ class Engine(Protocol):
 
     def step(self, state: Any, event: Event) -> Verdict: ...
 
-    def step_batch(self, state: Any, events: Sequence[Event]) -> Stepped: ...
+    def step_batch(self, state: Any, events: Sequence[Event], observe: Observer | None = None) -> Stepped: ...
 
     def encode_state(self, state: Any) -> bytes: ...
 
@@ -123,9 +126,10 @@ class DomainEngine:
         new_state, ruling, accepted = self._engine.step(state, event)
         return Verdict(new_state, bool(accepted), ruling_json(ruling) if ruling is not None else None)
 
-    def step_batch(self, state: Any, events: Sequence[Event]) -> Stepped:
+    def step_batch(self, state: Any, events: Sequence[Event], observe: Observer | None = None) -> Stepped:
         """:meth:`step` over a batch, stopping at the first refused event; no per-event ``Verdict``
-        (the append path's hot loop: 100 events a request)."""
+        (the append path's hot loop: 100 events a request). ``observe`` is told of every accepted
+        event: ``(index, state before, event, state after, its ruling as JSON or None)``."""
         step = self._engine.step
         rulings: list[tuple[int, dict[str, Any]]] = []
         for i, event in enumerate(events):
@@ -133,7 +137,12 @@ class DomainEngine:
             if not accepted:
                 return Stepped(state, rulings, i, ruling_json(ruling) if ruling is not None else None)
             if ruling is not None:
-                rulings.append((i, ruling_json(ruling)))
+                found = ruling_json(ruling)
+                rulings.append((i, found))
+                if observe is not None:
+                    observe(i, state, event, new_state, found)
+            elif observe is not None:
+                observe(i, state, event, new_state, None)
             state = new_state
         return Stepped(state, rulings)
 

@@ -21,6 +21,8 @@ from typing import Any
 import msgspec
 
 from domain.events import Event, canonical_bytes
+from projections import stored_facts
+from projections.derive import FactCtx, observe
 from services import tracing
 from services.engine_adapter import Engine
 from services.errors import IllegalEvent, Malformed
@@ -60,13 +62,24 @@ class Batch:
     state: Any
     version: int  # the last event's
     last_hash: bytes
+    # the facts each event gave, as stored (None: none; the list None: no event gave any) and the
+    # fact context after the batch; ctx None: the batch was judged without one (facts not known)
+    facts: list[bytes | None] | None = None
+    ctx: FactCtx | None = None
+
+    @property
+    def judge(self) -> int | None:
+        """``events.judge`` of the batch's rows: this build's when facts were found, else NULL."""
+        return stored_facts.JUDGE if self.ctx is not None else None
 
     def rows(self, tenant: str, table_id: str) -> list[tuple[Any, ...]]:
         """The rows as stored, in the columns of ``services.store.locked.COPY``."""
         first = self.version - len(self.events) + 1
         texts = self.ruling_texts or [None] * len(self.events)
+        facts = self.facts or [None] * len(self.events)
+        judge = self.judge
         return [
-            (tenant, table_id, first + i, e.id, tag(e), c.decode(), texts[i], h)
+            (tenant, table_id, first + i, e.id, tag(e), c.decode(), texts[i], h, facts[i], judge)
             for i, (e, c, h) in enumerate(zip(self.events, self.canon, self.hashes, strict=True))
         ]
 
@@ -86,12 +99,36 @@ def prepare(engine: Engine, events: Sequence[Event]) -> tuple[list[Event], list[
 
 
 def step(
-    engine: Engine, version: int, previous: bytes, state: Any, events: Sequence[Event], canon: list[bytes]
+    engine: Engine,
+    version: int,
+    previous: bytes,
+    state: Any,
+    events: Sequence[Event],
+    canon: list[bytes],
+    ctx: FactCtx | None = None,
 ) -> Batch:
     """``events`` stepped from ``state`` (the table at ``version``, its last hash ``previous``);
-    ``IllegalEvent`` for the first event the engine refuses."""
+    ``IllegalEvent`` for the first event the engine refuses. With the table's fact context ``ctx``
+    (left as it was: a copy moves on), each event's facts are found as it is judged
+    (``projections.derive.observe``, the projector's own fact-finder) and stored with it."""
+    found: list[bytes | None] | None = None
+    after_ctx = stored_facts.copy_ctx(ctx) if ctx is not None else None
+    seen = None
+    if after_ctx is not None:
+        first = version + 1
+        encode = stored_facts.encode
+
+        def seen(i: int, before: Any, event: Event, after: Any, ruling: dict[str, Any] | None) -> None:
+            nonlocal found
+            text = _json.encode(ruling).decode() if ruling is not None else None
+            facts = observe(engine, after_ctx, event, before, after, text, first + i)
+            if facts:
+                if found is None:
+                    found = [None] * len(events)
+                found[i] = encode(facts)
+
     with tracing.span("kwx.engine", **{"kwx.events": len(events)}):
-        stepped = engine.step_batch(state, events)
+        stepped = engine.step_batch(state, events, seen)
     if stepped.refused is not None:
         i = stepped.refused
         ruling = dict(stepped.refusal or {"rule": "sequence", "message": "refused"})
@@ -106,7 +143,9 @@ def step(
             rulings.append({"index": i, "version": version + 1 + i, **ruling})
             texts[i] = _json.encode(ruling).decode()
     last = hashes[-1] if hashes else previous
-    return Batch(events, canon, hashes, texts, rulings, stepped.state, version + len(events), last)
+    return Batch(
+        events, canon, hashes, texts, rulings, stepped.state, version + len(events), last, found, after_ctx
+    )
 
 
 def decoded_snapshot(engine: Engine, snapshot: bytes) -> Any:
