@@ -26,9 +26,11 @@ from projections.derive import FactCtx, observe
 from services import tracing
 from services.engine_adapter import Engine
 from services.errors import IllegalEvent, Malformed
+from services.logs import get_logger
 from services.store import chain
 
 _json = msgspec.json.Encoder()
+log = get_logger("kwx.store")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,20 +68,26 @@ class Batch:
     # fact context after the batch; ctx None: the batch was judged without one (facts not known)
     facts: list[bytes | None] | None = None
     ctx: FactCtx | None = None
+    unknown: list[int] | None = None  # 1-based indexes of rows whose facts are not stored (judge NULL)
 
     @property
     def judge(self) -> int | None:
-        """``events.judge`` of the batch's rows: this build's when facts were found, else NULL."""
-        return stored_facts.JUDGE if self.ctx is not None else None
+        """``events.judge`` of the batch's rows: this build's when facts were found, else NULL
+        (the rows of ``unknown`` have NULL too)."""
+        return stored_facts.JUDGE if self.ctx is not None or self.unknown else None
+
+    def judges(self) -> list[int | None]:
+        judge, unknown = self.judge, set(self.unknown or ())
+        return [None if i in unknown else judge for i in range(1, len(self.events) + 1)]
 
     def rows(self, tenant: str, table_id: str) -> list[tuple[Any, ...]]:
         """The rows as stored, in the columns of ``services.store.locked.COPY``."""
         first = self.version - len(self.events) + 1
         texts = self.ruling_texts or [None] * len(self.events)
         facts = self.facts or [None] * len(self.events)
-        judge = self.judge
+        judges = self.judges()
         return [
-            (tenant, table_id, first + i, e.id, tag(e), c.decode(), texts[i], h, facts[i], judge)
+            (tenant, table_id, first + i, e.id, tag(e), c.decode(), texts[i], h, facts[i], judges[i])
             for i, (e, c, h) in enumerate(zip(self.events, self.canon, self.hashes, strict=True))
         ]
 
@@ -111,24 +119,9 @@ def step(
     ``IllegalEvent`` for the first event the engine refuses. With the table's fact context ``ctx``
     (left as it was: a copy moves on), each event's facts are found as it is judged
     (``projections.derive.observe``, the projector's own fact-finder) and stored with it."""
-    found: list[bytes | None] | None = None
-    after_ctx = stored_facts.copy_ctx(ctx) if ctx is not None else None
-    seen = None
-    if after_ctx is not None:
-        first = version + 1
-        encode = stored_facts.encode
-
-        def seen(i: int, before: Any, event: Event, after: Any, ruling: dict[str, Any] | None) -> None:
-            nonlocal found
-            text = _json.encode(ruling).decode() if ruling is not None else None
-            facts = observe(engine, after_ctx, event, before, after, text, first + i)
-            if facts:
-                if found is None:
-                    found = [None] * len(events)
-                found[i] = encode(facts)
-
+    finder = _Finder(engine, version + 1, len(events), ctx) if ctx is not None else None
     with tracing.span("kwx.engine", **{"kwx.events": len(events)}):
-        stepped = engine.step_batch(state, events, seen)
+        stepped = engine.step_batch(state, events, finder)
     if stepped.refused is not None:
         i = stepped.refused
         ruling = dict(stepped.refusal or {"rule": "sequence", "message": "refused"})
@@ -143,9 +136,49 @@ def step(
             rulings.append({"index": i, "version": version + 1 + i, **ruling})
             texts[i] = _json.encode(ruling).decode()
     last = hashes[-1] if hashes else previous
-    return Batch(
-        events, canon, hashes, texts, rulings, stepped.state, version + len(events), last, found, after_ctx
-    )
+    batch = Batch(events, canon, hashes, texts, rulings, stepped.state, version + len(events), last)
+    if finder is not None:
+        batch.facts, batch.ctx, batch.unknown = finder.found, finder.ctx, finder.unknown
+    return batch
+
+
+class _Finder:
+    """The batch step's observer: each accepted event's facts (``projections.derive.observe``) as
+    stored. Finding facts never fails an append: an event whose facts can't be stored (a number
+    msgpack can't hold) is stored without them and with no judge, so the projector folds it; if the
+    fact-finder itself fails, the rest of the batch is, and the table's context is lost (the next
+    append refolds it from the head's snapshot)."""
+
+    __slots__ = ("ctx", "engine", "first", "found", "n", "unknown")
+
+    def __init__(self, engine: Engine, first: int, n: int, ctx: FactCtx) -> None:
+        self.engine, self.first, self.n = engine, first, n
+        self.ctx: FactCtx | None = stored_facts.copy_ctx(ctx)  # the cached one stays as it was
+        self.found: list[bytes | None] | None = None
+        self.unknown: list[int] | None = None
+
+    def __call__(self, i: int, before: Any, event: Event, after: Any, ruling: dict[str, Any] | None) -> None:
+        ctx = self.ctx
+        if ctx is None:
+            return
+        text = _json.encode(ruling).decode() if ruling is not None else None
+        try:
+            facts = observe(self.engine, ctx, event, before, after, text, self.first + i)
+        except Exception:  # a fact-finder's bug must not refuse a legal event: fold it instead
+            log.exception("facts_not_found", version=self.first + i)
+            self.ctx = None
+            self.unknown = [*(self.unknown or ()), *range(i + 1, self.n + 1)]
+            return
+        if not facts:
+            return
+        try:
+            blob = stored_facts.encode(facts)
+        except (OverflowError, msgspec.EncodeError):
+            self.unknown = [*(self.unknown or ()), i + 1]
+            return
+        if self.found is None:
+            self.found = [None] * self.n
+        self.found[i] = blob
 
 
 def decoded_snapshot(engine: Engine, snapshot: bytes) -> Any:

@@ -69,7 +69,8 @@ INSERT INTO events (tenant, table_id, version, event_id, type, body, ruling, has
 SELECT %(tenant)s, %(t)s, %(old)s + e.i, e.body ->> 'id', e.body ->> 'type', e.body,
        NULLIF(%(rulings)s::jsonb -> (e.i - 1)::int, 'null'::jsonb),
        substring(%(hashes)s::bytea FROM ((e.i - 1) * 32 + 1)::int FOR 32),
-       (%(facts)s::bytea[])[e.i], %(judge)s::integer
+       (%(facts)s::bytea[])[e.i],
+       CASE WHEN e.i = ANY(%(unknown)s::integer[]) THEN NULL ELSE %(judge)s::integer END
   FROM head, jsonb_array_elements(%(bodies)s::jsonb) WITH ORDINALITY AS e(body, i)
  ORDER BY e.i
 """
@@ -137,7 +138,7 @@ def plan(
     params = {
         "t": table_id, "tenant": tenant, "old": tip.version, "new": batch.version,
         "hash": batch.last_hash, "snap": snapshot, "fctx": fact_ctx,
-        "facts": batch.facts, "judge": batch.judge,
+        "facts": batch.facts, "judge": batch.judge, "unknown": batch.unknown,
         "bodies": (b"[" + b",".join(batch.canon) + b"]").decode(),
         "rulings": _json_array(batch.ruling_texts) if batch.ruling_texts else None,
         "hashes": b"".join(batch.hashes),
@@ -178,7 +179,10 @@ def finish(cache: StateCache, plan: FastPlan, inserted: int) -> AppendResult | N
         cache.drop(key)
         return None
     snapshot_version = batch.version if plan.snapshot else tip.snapshot_version
-    cache.put(key, Tip(batch.version, batch.state, batch.last_hash, snapshot_version, batch.ctx))
+    if batch.ctx is None:  # facts not found (services.store.batch._Finder): the next append refolds
+        cache.drop(key)
+    else:
+        cache.put(key, Tip(batch.version, batch.state, batch.last_hash, snapshot_version, batch.ctx))
     return AppendResult(plan.table_id, batch.version, tip.version + 1, plan.count, batch.rulings)
 
 

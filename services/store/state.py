@@ -42,22 +42,27 @@ def stepped(
     tenant: str,
     table_id: str,
     state: Any,
-    ctx: FactCtx,
+    ctx: FactCtx | None,
     start: int,
     version: int,
-) -> Any:
+) -> tuple[Any, FactCtx | None]:
     """``state`` (the table after ``start``) through its stored events up to ``version``, each
-    applied as it was accepted (``Engine.replay``, the fold every read uses too), moving the fact
-    context ``ctx`` on with them (their facts are stored already: dropped)."""
+    applied as it was accepted (``Engine.replay``, the fold every read uses too), and the fact
+    context ``ctx`` moved on with them (their facts are stored already: dropped; None if the
+    fact-finder fails — the batch is then stored without facts, for the projector to fold)."""
     if start < version:
         replay = engine.replay
         params = {"tenant": tenant, "t": table_id, "after": start, "upto": version}
         for v, (body,) in enumerate(conn.execute(_READ_BODIES, params), start=start + 1):
             event = decode_event(body)
             after = replay(state, event)
-            observe(engine, ctx, event, state, after, None, v)
+            if ctx is not None:
+                try:
+                    observe(engine, ctx, event, state, after, None, v)
+                except Exception:  # never fails an append: see services.store.batch._Finder
+                    ctx = None
             state = after
-    return state
+    return state, ctx
 
 
 def _from_snapshot(
@@ -78,7 +83,7 @@ def _from_snapshot(
 
 def state_at(
     conn: psycopg.Connection[Any], engine: Engine, cache: StateCache, head: Head
-) -> tuple[Any, FactCtx]:
+) -> tuple[Any, FactCtx | None]:
     """The engine state and fact context after ``head.version``: cache, else snapshot + the events
     after it, else a refold from the first event."""
     cached = cache.get((head.tenant, head.table_id), head.version)
@@ -96,7 +101,7 @@ def state_at(
     if found is None:  # no usable snapshot: refold instead
         found = engine.initial(), FactCtx(table_id=head.table_id, tenant=head.tenant)
     state, ctx = found
-    return stepped(conn, engine, head.tenant, head.table_id, state, ctx, start, head.version), ctx
+    return stepped(conn, engine, head.tenant, head.table_id, state, ctx, start, head.version)
 
 
 def tip_from_head(
@@ -120,7 +125,7 @@ def tip_from_head(
                 if found is None:
                     return None  # a snapshot of an older engine, or of before facts: the locking path refolds
                 (state, ctx), start = found, snapshot_version
-            state = stepped(conn, engine, tenant, table_id, state, ctx, start, version)
+            state, ctx = stepped(conn, engine, tenant, table_id, state, ctx, start, version)
         finally:
             if not conn.closed:  # a lost connection: its own error says so
                 conn.autocommit = False

@@ -260,3 +260,50 @@ def test_events_stored_before_facts_are_folded(private_db: tuple[Any, str]) -> N
     Projector(shared.pool, shared, engine, judge=None).rebuild()
     assert _dump_all(url) == mine
     assert [n for n in registry.NAMES if n]  # (every model took part)
+
+
+def test_facts_that_cannot_be_stored_never_fail_an_append_and_are_folded(
+    private_db: tuple[Any, str], monkeypatch: Any
+) -> None:
+    """A fact msgpack can't hold (an amount beyond 64 bits), or a fact-finder that raises: the
+    events are stored all the same, without facts and without a judge, and the projector folds
+    them to the same rows as a rebuild that folds everything."""
+    from services.store import batch as batch_module
+    from services.store.events import EventStore
+
+    shared, url = private_db
+    tenant = "nf-" + uuid.uuid4().hex[:6]
+    store = EventStore(shared.pool, shared.engine)
+    events = [convert(e) for e in simulated(8300, 2)]
+    real = stored_facts.encode
+
+    def too_big(facts: Any) -> bytes:
+        if any(type(f).__name__ == "HandSettled" for f in facts):
+            raise OverflowError("can't serialize ints < -2**63 or > 2**64 - 1")
+        return real(facts)
+
+    monkeypatch.setattr(stored_facts, "encode", too_big)
+    assert store.append(tenant, "big", 0, events).version == len(events)
+    monkeypatch.setattr(stored_facts, "encode", real)
+
+    def broken(*args: Any, **kwargs: Any) -> list[Any]:
+        raise RuntimeError("a bug in the fact-finder")
+
+    monkeypatch.setattr(batch_module, "observe", broken)
+    assert store.append(tenant, "bug", 0, events[:30]).version == 30
+    monkeypatch.undo()
+    assert store.append(tenant, "bug", 30, events[30:]).version == len(events)  # refolded, facts again
+
+    with psycopg.connect(url) as conn:
+        judged = dict(conn.execute(
+            "SELECT table_id, count(*) FILTER (WHERE judge IS NULL) FROM events WHERE tenant = %s GROUP BY 1",
+            (tenant,),
+        ).fetchall())  # fmt: skip
+    assert 0 < judged["big"] < len(events)  # only the settling events lost their facts
+    assert judged["bug"] == 30
+    projector = Projector(shared.pool, shared, engine)
+    projector.catch_up()
+    assert projector.folded > 0 and projector.stored_facts > 0
+    mine = _dump_all(url)
+    Projector(shared.pool, shared, engine, judge=None).rebuild()
+    assert _dump_all(url) == mine
