@@ -268,9 +268,11 @@ def test_facts_that_cannot_be_stored_never_fail_an_append_and_are_folded(
     """A fact msgpack can't hold (an amount beyond 64 bits), or a fact-finder that raises: the
     events are stored all the same, without facts and without a judge, and the projector folds
     them to the same rows as a rebuild that folds everything."""
+    from services import logs
     from services.store import batch as batch_module
     from services.store.events import EventStore
 
+    logs.configure("info")  # the fact-finder's bug is logged: to this test's stdout
     shared, url = private_db
     tenant = "nf-" + uuid.uuid4().hex[:6]
     store = EventStore(shared.pool, shared.engine)
