@@ -42,7 +42,9 @@ def _chunks(rng: random.Random, n: int) -> list[tuple[int, int]]:
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 100_000), hands=st.integers(1, 4), record=st.booleans())
-def test_the_facts_found_while_judging_are_the_facts_the_fold_finds(seed: int, hands: int, record: bool) -> None:
+def test_the_facts_found_while_judging_are_the_facts_the_fold_finds(
+    seed: int, hands: int, record: bool
+) -> None:
     """No database: batches stepped by the append's own code, the fact context carried from batch
     to batch as the cache or the head's snapshot carries it (encoded and decoded at random
     boundaries) → the facts stored per event, decoded at their log place, equal the fold's."""
@@ -130,7 +132,9 @@ def _dump_all(url: str) -> dict[str, list[tuple[Any, ...]]]:
                     )
                 ]
                 listed = ", ".join(f'"{c}"::text' for c in cols)
-                out[table.name] = conn.execute(f"SELECT {listed} FROM {table.name} ORDER BY {listed}").fetchall()
+                out[table.name] = conn.execute(
+                    f"SELECT {listed} FROM {table.name} ORDER BY {listed}"
+                ).fetchall()
     return out
 
 
