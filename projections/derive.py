@@ -8,6 +8,7 @@ drops the facts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
@@ -211,6 +212,66 @@ def observe(
     if ruling is not None and ruling is not RECHECK:
         facts.insert(0, _ruled(info, at, event, after, ruling))
     return facts
+
+
+class FactsFailed(Exception):
+    """The fact-finder raised on the ``index``-th event of a batch (its cause is chained)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"facts not found for the event at index {index}")
+        self.index = index
+
+
+# what observe_batch always looks at: events that may give facts whatever the state did, and the
+# table's opening (its identity)
+_LOOK_AT = _MAY_GIVE_FACTS | {TableOpened}
+
+
+def observe_batch(
+    engine: Any,
+    ctx: FactCtx,
+    events: Sequence[Event],
+    states: Sequence[Any],
+    rulings: dict[int, str],
+    first: int,
+) -> list[tuple[int, list[Fact]]]:
+    """:func:`observe` over a judged batch — ``states`` the state before each event and after the
+    last, ``rulings`` the stored ruling texts by index, ``first`` the first event's version — as
+    (index, facts) for the events that gave some, moving ``ctx`` on. The append's one call per
+    batch: an event that can give no fact (no settlement added, no 漏胡 logged, no ruling, not a
+    kind that gives facts by itself) costs a few identity checks, not a call. Raises
+    :class:`FactsFailed` (index) if the fact-finder fails."""
+    out: list[tuple[int, list[Fact]]] = []
+    last_at = ctx.last_at
+    look_at = _LOOK_AT
+    before = states[0]
+    for i, event in enumerate(events):
+        after = states[i + 1]
+        at = event.at
+        if at is not None:
+            last_at = at
+        if not (
+            type(event) in look_at
+            or after.settlements is not before.settlements
+            or after.lou_hu_log is not before.lou_hu_log
+            or (i in rulings if rulings else False)
+            or (
+                (hb := before.hand) is not (ha := after.hand)
+                and (hb is None or ha is None or hb.lou_hu_log is not ha.lou_hu_log)
+            )
+        ):
+            before = after
+            continue
+        ctx.last_at = last_at
+        try:
+            facts = observe(engine, ctx, event, before, after, rulings.get(i), first + i)
+        except Exception as exc:
+            raise FactsFailed(i) from exc
+        if facts:
+            out.append((i, facts))
+        before = after
+    ctx.last_at = last_at
+    return out
 
 
 def _ruled(info: TableInfo, at: EventRef, event: Event, after: Any, ruling: Any) -> RulingRecorded:

@@ -22,7 +22,7 @@ import msgspec
 
 from domain.events import Event, canonical_bytes
 from projections import stored_facts
-from projections.derive import FactCtx, observe
+from projections.derive import FactCtx, FactsFailed, observe_batch
 from services import tracing
 from services.engine_adapter import Engine
 from services.errors import IllegalEvent, Malformed
@@ -119,9 +119,8 @@ def step(
     ``IllegalEvent`` for the first event the engine refuses. With the table's fact context ``ctx``
     (left as it was: a copy moves on), each event's facts are found as it is judged
     (``projections.derive.observe``, the projector's own fact-finder) and stored with it."""
-    finder = _Finder(engine, version + 1, len(events), ctx) if ctx is not None else None
     with tracing.span("kwx.engine", **{"kwx.events": len(events)}):
-        stepped = engine.step_batch(state, events, finder)
+        stepped = engine.step_batch(state, events, ctx is not None)
     if stepped.refused is not None:
         i = stepped.refused
         ruling = dict(stepped.refusal or {"rule": "sequence", "message": "refused"})
@@ -137,48 +136,37 @@ def step(
             texts[i] = _json.encode(ruling).decode()
     last = hashes[-1] if hashes else previous
     batch = Batch(events, canon, hashes, texts, rulings, stepped.state, version + len(events), last)
-    if finder is not None:
-        batch.facts, batch.ctx, batch.unknown = finder.found, finder.ctx, finder.unknown
+    if ctx is not None and stepped.states is not None:
+        _find_facts(engine, batch, ctx, stepped.states, version + 1)
     return batch
 
 
-class _Finder:
-    """The batch step's observer: each accepted event's facts (``projections.derive.observe``) as
-    stored. Finding facts never fails an append: an event whose facts can't be stored (a number
-    msgpack can't hold) is stored without them and with no judge, so the projector folds it; if the
-    fact-finder itself fails, the rest of the batch is, and the table's context is lost (the next
-    append refolds it from the head's snapshot)."""
-
-    __slots__ = ("ctx", "engine", "first", "found", "n", "unknown")
-
-    def __init__(self, engine: Engine, first: int, n: int, ctx: FactCtx) -> None:
-        self.engine, self.first, self.n = engine, first, n
-        self.ctx: FactCtx | None = stored_facts.copy_ctx(ctx)  # the cached one stays as it was
-        self.found: list[bytes | None] | None = None
-        self.unknown: list[int] | None = None
-
-    def __call__(self, i: int, before: Any, event: Event, after: Any, ruling: dict[str, Any] | None) -> None:
-        ctx = self.ctx
-        if ctx is None:
-            return
-        text = _json.encode(ruling).decode() if ruling is not None else None
-        try:
-            facts = observe(self.engine, ctx, event, before, after, text, self.first + i)
-        except Exception:  # a fact-finder's bug must not refuse a legal event: fold it instead
-            log.exception("facts_not_found", version=self.first + i)
-            self.ctx = None
-            self.unknown = [*(self.unknown or ()), *range(i + 1, self.n + 1)]
-            return
-        if not facts:
-            return
-        try:
-            blob = stored_facts.encode(facts)
-        except (OverflowError, msgspec.EncodeError):
-            self.unknown = [*(self.unknown or ()), i + 1]
-            return
-        if self.found is None:
-            self.found = [None] * self.n
-        self.found[i] = blob
+def _find_facts(engine: Engine, batch: Batch, ctx: FactCtx, states: list[Any], first: int) -> None:
+    """Each event's facts as stored (``projections.derive.observe_batch``) and the context after
+    the batch, into ``batch``; the cached ``ctx`` stays as it was. Finding facts never fails an
+    append: an event whose facts can't be stored (a number msgpack can't hold) is stored without
+    them and with no judge, so the projector folds it; if the fact-finder itself fails, the whole
+    batch is, and the context is lost (the next append refolds it from the head's snapshot)."""
+    n = len(batch.events)
+    after = stored_facts.copy_ctx(ctx)
+    texts = batch.ruling_texts
+    rulings = {i: t for i, t in enumerate(texts) if t is not None} if texts else {}
+    unknown: list[int] = []
+    try:
+        found = observe_batch(engine, after, batch.events, states, rulings, first)
+        batch.ctx = after
+    except FactsFailed as failed:
+        log.error("facts_not_found", version=first + failed.index, error=repr(failed.__cause__)[:300])
+        found, unknown = [], list(range(1, n + 1))  # the whole batch: its facts so far are lost too
+    if found:
+        facts: list[bytes | None] = [None] * n
+        for i, event_facts in found:
+            try:
+                facts[i] = stored_facts.encode(event_facts)
+            except (OverflowError, msgspec.EncodeError):
+                unknown.append(i + 1)
+        batch.facts = facts
+    batch.unknown = sorted(unknown) or None
 
 
 def decoded_snapshot(engine: Engine, snapshot: bytes) -> Any:

@@ -69,7 +69,7 @@ INSERT INTO events (tenant, table_id, version, event_id, type, body, ruling, has
 SELECT %(tenant)s, %(t)s, %(old)s + e.i, e.body ->> 'id', e.body ->> 'type', e.body,
        NULLIF(%(rulings)s::jsonb -> (e.i - 1)::int, 'null'::jsonb),
        substring(%(hashes)s::bytea FROM ((e.i - 1) * 32 + 1)::int FOR 32),
-       (%(facts)s::bytea[])[e.i],
+       (%(facts)s::bytea[])[array_position(%(facts_at)s::integer[], e.i::integer)],
        CASE WHEN e.i = ANY(%(unknown)s::integer[]) THEN NULL ELSE %(judge)s::integer END
   FROM head, jsonb_array_elements(%(bodies)s::jsonb) WITH ORDINALITY AS e(body, i)
  ORDER BY e.i
@@ -132,13 +132,18 @@ def plan(
     if batch.version - tip.snapshot_version >= snapshot_every:
         snapshot = engine.encode_state(batch.state)
         fact_ctx = stored_facts.encode_ctx(batch.ctx) if batch.ctx is not None else None
+    # The facts travel as the few that there are, with their 1-based indexes in the batch.
+    facts = facts_at = None
+    if batch.facts:
+        found = [(i, f) for i, f in enumerate(batch.facts, start=1) if f is not None]
+        facts_at, facts = [i for i, _ in found], [f for _, f in found]
     # The batch travels as three values, not 7 arrays of 100: the canonical bodies as one JSON
     # array (id and type are read back from them), the rulings as one JSON array (or NULL), and
     # the 32-byte hashes concatenated.
     params = {
         "t": table_id, "tenant": tenant, "old": tip.version, "new": batch.version,
         "hash": batch.last_hash, "snap": snapshot, "fctx": fact_ctx,
-        "facts": batch.facts, "judge": batch.judge, "unknown": batch.unknown,
+        "facts": facts, "facts_at": facts_at, "judge": batch.judge, "unknown": batch.unknown,
         "bodies": (b"[" + b",".join(batch.canon) + b"]").decode(),
         "rulings": _json_array(batch.ruling_texts) if batch.ruling_texts else None,
         "hashes": b"".join(batch.hashes),
@@ -179,7 +184,7 @@ def finish(cache: StateCache, plan: FastPlan, inserted: int) -> AppendResult | N
         cache.drop(key)
         return None
     snapshot_version = batch.version if plan.snapshot else tip.snapshot_version
-    if batch.ctx is None:  # facts not found (services.store.batch._Finder): the next append refolds
+    if batch.ctx is None:  # facts not found (services.store.batch._find_facts): the next append refolds
         cache.drop(key)
     else:
         cache.put(key, Tip(batch.version, batch.state, batch.last_hash, snapshot_version, batch.ctx))

@@ -59,7 +59,7 @@ def stepped(
             if ctx is not None:
                 try:
                     observe(engine, ctx, event, state, after, None, v)
-                except Exception:  # never fails an append: see services.store.batch._Finder
+                except Exception:  # never fails an append: see services.store.batch._find_facts
                     ctx = None
             state = after
     return state, ctx

@@ -272,8 +272,8 @@ def test_facts_that_cannot_be_stored_never_fail_an_append_and_are_folded(
     """A fact msgpack can't hold (an amount beyond 64 bits), or a fact-finder that raises: the
     events are stored all the same, without facts and without a judge, and the projector folds
     them to the same rows as a rebuild that folds everything."""
+    from projections import derive as derive_module
     from services import logs
-    from services.store import batch as batch_module
     from services.store.events import EventStore
 
     logs.configure("info")  # the fact-finder's bug is logged: to this test's stdout
@@ -295,7 +295,7 @@ def test_facts_that_cannot_be_stored_never_fail_an_append_and_are_folded(
     def broken(*args: Any, **kwargs: Any) -> list[Any]:
         raise RuntimeError("a bug in the fact-finder")
 
-    monkeypatch.setattr(batch_module, "observe", broken)
+    monkeypatch.setattr(derive_module, "observe", broken)
     assert store.append(tenant, "bug", 0, events[:30]).version == 30
     monkeypatch.undo()
     assert store.append(tenant, "bug", 30, events[30:]).version == len(events)  # refolded, facts again
@@ -306,7 +306,7 @@ def test_facts_that_cannot_be_stored_never_fail_an_append_and_are_folded(
             (tenant,),
         ).fetchall())  # fmt: skip
     assert 0 < judged["big"] < len(events)  # only the settling events lost their facts
-    assert judged["bug"] == 30
+    assert judged["bug"] == 30  # the batch the fact-finder failed on
     projector = Projector(shared.pool, shared, engine)
     projector.catch_up()
     assert projector.folded > 0 and projector.stored_facts > 0

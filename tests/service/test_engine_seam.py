@@ -14,7 +14,7 @@ import pytest
 from domain import engine as domain
 from domain.events import Event
 from services.bootstrap import Container
-from services.engine_adapter import DomainEngine, Observer, Stepped, ruling_json
+from services.engine_adapter import DomainEngine, Stepped, ruling_json
 from services.store.events import EventStore
 from tests.domain.engine_dsl import discard, hu, opened, started
 
@@ -26,19 +26,17 @@ LD = ("123456789p 2345s F", "12378p 456s CCC 99s", "44p 55p 11s 22s FFF PP")  # 
 class _ThenEngine(DomainEngine):
     """The engine a table was appended under: it recorded a rule it breaks instead of refusing it."""
 
-    def step_batch(self, state: Any, events: Sequence[Event], observe: Observer | None = None) -> Stepped:
+    def step_batch(self, state: Any, events: Sequence[Event], keep_states: bool = False) -> Stepped:
         rulings: list[tuple[int, dict[str, Any]]] = []
+        states = [state]
         for i, event in enumerate(events):
             ruling = domain.check(state, event)
             assert ruling is None or ruling.kind == "rule", ruling
-            found = ruling_json(ruling) if ruling is not None else None
-            if found is not None:
-                rulings.append((i, found))
-            after = domain.evolve(state, event, ruling)
-            if observe is not None:
-                observe(i, state, event, after, found)
-            state = after
-        return Stepped(state, rulings)
+            if ruling is not None:
+                rulings.append((i, ruling_json(ruling)))
+            state = domain.evolve(state, event, ruling)
+            states.append(state)
+        return Stepped(state, rulings, states=states if keep_states else None)
 
 
 def test_state_settlement_and_audit_agree_when_todays_engine_refuses_a_stored_event(
