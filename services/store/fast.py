@@ -47,7 +47,7 @@ log = get_logger("kwx.api")
 _CREATE_HEAD = """
     INSERT INTO table_heads (table_id, tenant, version, last_hash, snapshot, snapshot_version, fact_ctx)
     VALUES (%(t)s, %(tenant)s, %(new)s, %(hash)s, %(snap)s::bytea,
-            CASE WHEN %(snap)s::bytea IS NULL THEN 0 ELSE %(new)s END, %(fctx)s::bytea)
+            CASE WHEN %(snap)s::bytea IS NULL THEN 0 ELSE %(new)s END, %(fctx)b::bytea)
     ON CONFLICT (tenant, table_id) DO NOTHING
     RETURNING 1
 """
@@ -59,7 +59,7 @@ _MOVE_HEAD = """
        SET version = %(new)s, last_hash = %(hash)s, updated_at = now(),
            snapshot = CASE WHEN %(snap)s::bytea IS NULL THEN snapshot ELSE %(snap)s::bytea END,
            snapshot_version = CASE WHEN %(snap)s::bytea IS NULL THEN snapshot_version ELSE %(new)s END,
-           fact_ctx = CASE WHEN %(snap)s::bytea IS NULL THEN fact_ctx ELSE %(fctx)s::bytea END
+           fact_ctx = CASE WHEN %(snap)s::bytea IS NULL THEN fact_ctx ELSE %(fctx)b::bytea END
      WHERE tenant = %(tenant)s AND table_id = %(t)s AND version = %(old)s
     RETURNING 1
 """
@@ -69,7 +69,7 @@ INSERT INTO events (tenant, table_id, version, event_id, type, body, ruling, has
 SELECT %(tenant)s, %(t)s, %(old)s + e.i, e.body ->> 'id', e.body ->> 'type', e.body,
        NULLIF(%(rulings)s::jsonb -> (e.i - 1)::int, 'null'::jsonb),
        substring(%(hashes)s::bytea FROM ((e.i - 1) * 32 + 1)::int FOR 32),
-       (%(facts)s::bytea[])[array_position(%(facts_at)s::integer[], e.i::integer)],
+       (%(facts)b::bytea[])[array_position(%(facts_at)s::integer[], e.i::integer)],
        CASE WHEN e.i = ANY(%(unknown)s::integer[]) THEN NULL ELSE %(judge)s::integer END
   FROM head, jsonb_array_elements(%(bodies)s::jsonb) WITH ORDINALITY AS e(body, i)
  ORDER BY e.i
