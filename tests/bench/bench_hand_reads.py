@@ -8,7 +8,7 @@ temp dir), on a simulated 200-hand table and an 8-hand one:
 * p50 / p99 of the settlement and the hand's audit of an early, a middle and a late hand of the
   200-hand table, and of the settlement, the audit, the timeline and the report of a random hand
   (another each request: "any hand") — goal ≤ 20 ms p99 (the goal is for the read; the floor is
-  printed beside it);
+  printed beside it); the same four against a real ``kwx serve`` (one worker) at the end;
 * hand 4 of the 8-hand table against hand 4 of the 200-hand table: the ratio (≈ 1: the table's
   length no longer counts);
 * before: the same settlement on copies of both tables whose snapshot rows are deleted (the fold
@@ -116,6 +116,33 @@ def _get(client: Any, url: str, headers: dict[str, str]) -> Callable[[], Any]:
     return call
 
 
+def _served(url: str, support: dict[str, str]) -> None:
+    """The same reads of a random hand against a real ``kwx serve`` (one worker, as it settles its
+    collector; the projector off: the snapshots are there) over one keep-alive client."""
+    import httpx
+
+    from tests.bench.bench_ingest import start_server, stop
+
+    proc, base = start_server(url, "off", 1)
+    try:
+        with httpx.Client(base_url=base, timeout=60) as client:
+            print(f"kwx serve (one worker), a random hand of the {LONG}-hand table each request:")
+            floor = _ms(_get(client, "/v1/health", {}))
+            _CPU.pop(id(floor))  # this process is only the client here: its CPU says nothing
+            _line("floor: GET /v1/health", floor)
+            pick = random.Random(23)
+            for read in ("settlement", "audit", "timeline", "report"):
+
+                def any_hand(read: str = read) -> Any:
+                    return _get(client, f"/v1/tables/long/hands/{pick.randint(1, LONG)}/{read}", support)()
+
+                times = _ms(any_hand)
+                _CPU.pop(id(times))
+                _line(f"{read}, a random hand", times, _p99(floor), goal=True)
+    finally:
+        stop(proc)
+
+
 def run() -> None:
     warnings.filterwarnings("ignore", module="platformdirs")
     from fastapi.testclient import TestClient
@@ -210,6 +237,7 @@ def run() -> None:
                 ratio = statistics.median(cold) / statistics.median(measured[read, LONG - 1])
                 print(f"  {read} hand {LONG - 1} of the {LONG}-hand table: from event 1 / from its snapshot "
                       f"(p50) {ratio:.1f}×")  # fmt: skip
+        _served(url, support)
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         if _collector in gc.callbacks:
