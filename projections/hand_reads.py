@@ -25,7 +25,8 @@ This is the one read of a hand's events: the settlement, the hand's audit, the t
 (:meth:`HandEvents.opening`) and the dispute report all fold it, so they agree on which events
 hand n holds. Hand numbers are consecutive even after a ``hand_aborted`` (the engine refuses a
 repeated number as ``sequence``): the re-deal of an aborted hand n is hand n+1, by the same
-dealer, and hand n is the voided deal.
+dealer, and hand n is the voided deal. (Were a number stored twice, by an engine that let it
+through, ``first`` is its later deal, as the latest snapshot of hand n is.)
 
 Example (a route)::
 
@@ -174,7 +175,7 @@ def load(
         for row in page:
             event = decode(row.body)
             if isinstance(event, HandStarted):
-                if event.hand == span.hand and first is None:
+                if event.hand == span.hand:  # a number stored twice (refused now): its later deal
                     first = row.version
                 elif event.hand > span.hand:  # the next hand (its snapshot was not there): stop
                     ended = True

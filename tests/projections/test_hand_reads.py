@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from domain import engine
@@ -386,3 +387,42 @@ def test_the_dispute_report_from_the_hands_snapshot_is_byte_for_byte_the_fold_fr
         assert checks == whole["settlements"], (n, lang)
         late += sum(r["reported_event"] > body["chain"]["last_version"] for r in body["reported"])
     assert late or name != "late-report"  # the report made hands later is in its hand's report
+
+
+def test_a_number_stored_twice_is_read_as_its_later_deal_from_event_one_as_from_its_snapshot() -> None:
+    """Given stored events in which hand 2 is dealt twice (the engine refuses that now; an older one
+    might not have) → when hand 2 is loaded from event 1 and from the later deal's snapshot → then
+    both read the later deal as hand 2 and stop before hand 3."""
+    import msgspec
+
+    from domain.events import canonical_bytes, convert
+    from projections.hand_reads import HandSpan, load
+
+    events = simulated(1, 4)
+    starts = [i for i, e in enumerate(events) if e["type"] == "hand_started"]
+    twice = [*events[: starts[2]], dict(events[starts[1]], id="again"), *events[starts[1] + 1 : starts[2]],
+             *events[starts[2]:]]  # fmt: skip
+    rows = [msgspec.structs.replace(_Row(), version=v, body=canonical_bytes(convert(e)))
+            for v, e in enumerate(twice, start=1)]  # fmt: skip
+    again = starts[2] + 1  # the version of the second deal of hand 2
+    next_hand = again + (starts[2] - starts[1])
+
+    class Source:
+        def read_table(self, tenant: str, table_id: str, after: int, limit: int) -> list[Any]:
+            return [r for r in rows if r.version > after][:limit]
+
+    whole = load(HandSpan(hand=2), Source(), engine, "t", "x", len(rows))
+    state = engine.initial()
+    for row in rows[:again]:
+        state = engine.replay(state, decode(row.body))
+    snap = HandSpan(hand=2, start=again, state=bytes(engine.encode_state(state)), end=next_hand - 1)
+    warm = load(snap, Source(), engine, "t", "x", len(rows))
+    assert (whole.start, warm.start) == (0, again)
+    assert whole.first == warm.first == again
+    assert whole.last == warm.last == next_hand - 1
+
+
+class _Row(msgspec.Struct):
+    version: int = 0
+    body: bytes = b""
+    ruling: bytes | None = None
