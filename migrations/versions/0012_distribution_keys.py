@@ -1,0 +1,148 @@
+"""Distribution keys (issue 14): every per-table table keyed and, on Citus, distributed by table id.
+
+On every PostgreSQL:
+
+* every primary and unique key of a per-table table holds ``table_id`` (0006 put ``(tenant,
+  table_id)`` at the front of all but one): the last one, the unique index
+  ``proj_discovery_tables_seq (tenant, seq)``, becomes a plain index — as ``proj_discrepancies_feed``
+  did in 0006, the projector numbers a tenant's tables one batch at a time under its lock, so the
+  numbers stay unique without the index enforcing it (a unique key without the distribution column
+  cannot be distributed). Nothing reads it as a constraint (no ``ON CONFLICT`` names it);
+* ``table_id`` of the per-table read models is ``text``, the type of ``events.table_id`` (it was
+  ``varchar(64)``; tables co-located on a column need one type; the API already refuses an id
+  longer than 64). varchar → text is binary-compatible: no rewrite, the indexes are kept.
+
+Only where the ``citus`` extension is installed in the database (a Citus coordinator;
+docs/SCALING.md):
+
+* the per-table tables — ``table_heads``, ``events``, ``proj_table_snapshots``,
+  ``proj_hand_settlements``, ``proj_discrepancies``, ``proj_discovery_tables``,
+  ``proj_discovery_hands`` — are distributed on ``table_id``, co-located with ``table_heads``: one
+  table's head, events and per-table read-model rows live in one shard group on one worker, so an
+  append (the head's conditional ``UPDATE`` and the events' ``INSERT``) is a single-node
+  transaction;
+* ``api_keys`` becomes a reference table (a copy on every node). kwx has no ``tenants`` table: a
+  tenant is a name on keys and rows;
+* the rest stays on the coordinator (Citus local tables): the per-tenant read models (ledger,
+  statistics, discovery's players, the feed), ``projection_checkpoints``, ``projection_parked``,
+  ``log_epochs``, ``alembic_version``;
+* Citus refuses to distribute a table with triggers: the immutability triggers (``events``) and the
+  revoke-once trigger (``api_keys``) are dropped, the tables distributed, and the triggers created
+  again with ``citus.enable_unsafe_triggers`` (they then fire on the shards, where the rows are);
+  the projector's ``events_notify`` trigger is created again the same way (on the shards its
+  NOTIFY goes to the worker, where nobody listens: the projector's poll is what wakes it on a
+  cluster — docs/SCALING.md);
+* the app role gets ``LOGIN``: Citus opens its connections to the workers as the *current* user,
+  which after the service's ``SET ROLE`` is the app role (a ``NOLOGIN`` role is refused there).
+  It still has no password: which hosts may use it is ``pg_hba.conf``'s to say (docs/SCALING.md).
+
+Downgrade: on Citus, every distributed and reference table goes back to a local table on the
+coordinator (``undistribute_table``, triggers set aside and created again) and the role is
+``NOLOGIN`` again; everywhere, the unique index comes back.
+
+Revision ID: 0012
+Revises: 0011
+"""
+
+from __future__ import annotations
+
+from alembic import context, op
+
+revision = "0012"
+down_revision = "0011"
+branch_labels = None
+depends_on = None
+
+# co-located with the first; the order is the order of distribution
+DISTRIBUTED = (
+    "table_heads",
+    "events",
+    "proj_table_snapshots",
+    "proj_hand_settlements",
+    "proj_discrepancies",
+    "proj_discovery_tables",
+    "proj_discovery_hands",
+)
+REFERENCE = ("api_keys",)
+# per-table read models whose table_id was varchar(64)
+READ_MODELS = DISTRIBUTED[2:]
+
+TRIGGERS = {
+    "events": (
+        "CREATE TRIGGER events_immutable BEFORE UPDATE OR DELETE ON events "
+        "FOR EACH ROW EXECUTE FUNCTION kwx_events_immutable()",
+        "CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events "
+        "FOR EACH STATEMENT EXECUTE FUNCTION kwx_events_immutable()",
+        "CREATE TRIGGER events_notify AFTER INSERT ON events "
+        "FOR EACH STATEMENT EXECUTE FUNCTION kwx_events_notify()",
+    ),
+    "api_keys": (
+        "CREATE TRIGGER api_keys_revoke_once BEFORE UPDATE OF revoked_at ON api_keys "
+        "FOR EACH ROW EXECUTE FUNCTION kwx_api_keys_revoke_once()",
+    ),
+}
+TRIGGER_NAMES = {
+    "events": ("events_immutable", "events_no_truncate", "events_notify"),
+    "api_keys": ("api_keys_revoke_once",),
+}
+
+
+def _role() -> str:
+    role = context.config.attributes.get("db_role", "kwx_app")
+    if not role.replace("_", "").isalnum():  # pragma: no cover - settings guard
+        raise ValueError(f"bad role name {role!r}")
+    return str(role)
+
+
+def _citus() -> bool:
+    found = op.get_bind().exec_driver_sql("SELECT 1 FROM pg_extension WHERE extname = 'citus'").first()
+    return found is not None
+
+
+def _drop_triggers() -> None:
+    for table, names in TRIGGER_NAMES.items():
+        for name in names:
+            op.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}")
+
+
+def _create_triggers() -> None:
+    for statements in TRIGGERS.values():
+        for statement in statements:
+            op.execute(statement)
+
+
+def upgrade() -> None:
+    op.execute("DROP INDEX proj_discovery_tables_seq")
+    op.execute("CREATE INDEX proj_discovery_tables_seq ON proj_discovery_tables (tenant, seq)")
+    for table in READ_MODELS:
+        op.execute(f"ALTER TABLE {table} ALTER COLUMN table_id TYPE text")
+    if not _citus():
+        return
+    # one connection per worker for the whole migration: DDL and the copies of existing rows in
+    # one transaction (Citus refuses to mix parallel and sequential access to a shard otherwise)
+    op.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+    op.execute("SET LOCAL citus.enable_unsafe_triggers TO on")
+    role = _role()
+    op.execute(f"ALTER ROLE {role} LOGIN")
+    _drop_triggers()
+    for table in REFERENCE:
+        op.execute(f"SELECT create_reference_table('{table}')")
+    first = DISTRIBUTED[0]
+    op.execute(f"SELECT create_distributed_table('{first}', 'table_id')")
+    for table in DISTRIBUTED[1:]:
+        op.execute(f"SELECT create_distributed_table('{table}', 'table_id', colocate_with => '{first}')")
+    _create_triggers()
+
+
+def downgrade() -> None:
+    if _citus():
+        op.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+        _drop_triggers()
+        for table in (*reversed(DISTRIBUTED), *REFERENCE):
+            op.execute(f"SELECT undistribute_table('{table}')")
+        _create_triggers()
+        op.execute(f"ALTER ROLE {_role()} NOLOGIN")
+    for table in READ_MODELS:
+        op.execute(f"ALTER TABLE {table} ALTER COLUMN table_id TYPE varchar(64)")
+    op.execute("DROP INDEX proj_discovery_tables_seq")
+    op.execute("CREATE UNIQUE INDEX proj_discovery_tables_seq ON proj_discovery_tables (tenant, seq)")
