@@ -92,7 +92,8 @@ def build(home: Path = HOME) -> Path:
     )
     if done.returncode != 0 or not (out / "lib" / "citus.so").is_file():
         raise CitusUnavailable(
-            f"kwx: building Citus failed (exit {done.returncode}):\n{done.stderr.strip() or done.stdout.strip()}"
+            f"kwx: building Citus failed (exit {done.returncode}):\n"
+            + (done.stderr.strip() or done.stdout.strip())
         )
     print(f"kwx: Citus built in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     return out
@@ -164,8 +165,20 @@ class Cluster:
             _prepare_folder(data)
             node = Node(name, free_port(), data, base / f"{name}.log")
             done = subprocess.run(
-                _as_server_user([self._bin("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-                                 "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"]),
+                _as_server_user(
+                    [
+                        self._bin("initdb"),
+                        "-D",
+                        str(data),
+                        "-U",
+                        "postgres",
+                        "--auth=trust",
+                        "--no-sync",
+                        "-E",
+                        "UTF8",
+                        "--locale=C.UTF-8",
+                    ]
+                ),
                 capture_output=True,
                 text=True,
                 env=client_env(),
@@ -181,17 +194,32 @@ class Cluster:
         # pg_ctl as the server's user writes the log: let it create the file in the folder it owns
         for node in self.nodes:
             done = subprocess.run(
-                _as_server_user([self._bin("pg_ctl"), "-D", str(node.data), "-l", str(node.data / "server.log"),
-                                 "-w", "-t", "60", "start"]),
+                _as_server_user(
+                    [
+                        self._bin("pg_ctl"),
+                        "-D",
+                        str(node.data),
+                        "-l",
+                        str(node.data / "server.log"),
+                        "-w",
+                        "-t",
+                        "60",
+                        "start",
+                    ]
+                ),
                 capture_output=True,
                 text=True,
                 env=client_env(),
             )
             if done.returncode != 0:
-                tail = (node.data / "server.log").read_text(errors="replace")[-2000:] if (
-                    node.data / "server.log").exists() else ""
+                tail = (
+                    (node.data / "server.log").read_text(errors="replace")[-2000:]
+                    if (node.data / "server.log").exists()
+                    else ""
+                )
                 raise CitusUnavailable(
-                    f"kwx: the Citus {node.name} did not start:\n{done.stderr.strip()}\n{tail}")
+                    f"kwx: the Citus {node.name} did not start:\n{done.stderr.strip()}\n{tail}"
+                )
         (self.home / "cluster.env").write_text(self.env_text())
         print(
             f"kwx: Citus cluster up in {time.monotonic() - started:.1f} s: coordinator 127.0.0.1:"
@@ -226,8 +254,9 @@ class Cluster:
         for name in NODES:
             if (base / name / "postmaster.pid").exists():
                 subprocess.run(
-                    _as_server_user([self._bin("pg_ctl"), "-D", str(base / name), "-m", "immediate", "-w",
-                                     "stop"]),
+                    _as_server_user(
+                        [self._bin("pg_ctl"), "-D", str(base / name), "-m", "immediate", "-w", "stop"]
+                    ),
                     capture_output=True,
                     env=client_env(),
                 )
@@ -264,7 +293,9 @@ class CitusDatabases:
         coordinator = urlsplit(coordinator_admin_url)
         with psycopg.connect(with_database(coordinator_admin_url, dbname), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
-            conn.execute("SELECT citus_set_coordinator_host(%s, %s)", (coordinator.hostname, coordinator.port))
+            conn.execute(
+                "SELECT citus_set_coordinator_host(%s, %s)", (coordinator.hostname, coordinator.port)
+            )
             for worker in self.workers:
                 parts = urlsplit(worker)
                 conn.execute(sql.SQL("SELECT citus_add_node(%s, %s)"), (parts.hostname, parts.port))
@@ -276,7 +307,9 @@ class CitusDatabases:
         for worker in self.workers:
             with psycopg.connect(worker, autocommit=True) as conn:
                 for name in dbnames:
-                    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+                    conn.execute(
+                        sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,8 +341,11 @@ def main(argv: list[str] | None = None) -> int:
             ).returncode
         finally:
             cluster.stop()
-        print(f"kwx: tests on the Citus cluster took {time.monotonic() - started:.0f} s (exit {code})",
-              file=sys.stderr, flush=True)
+        print(
+            f"kwx: tests on the Citus cluster took {time.monotonic() - started:.0f} s (exit {code})",
+            file=sys.stderr,
+            flush=True,
+        )
         return code
     except CitusUnavailable as exc:
         print(exc, file=sys.stderr)

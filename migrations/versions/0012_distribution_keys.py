@@ -1,23 +1,18 @@
-"""Distribution keys (issue 14): every per-table table keyed and, on Citus, distributed by table id.
+"""Distribution keys (issue 14): the per-table tables distributed by table id on a Citus cluster.
 
 On every PostgreSQL:
 
-* every primary and unique key of a per-table table holds ``table_id`` (0006 put ``(tenant,
-  table_id)`` at the front of all but one): the last one, the unique index
-  ``proj_discovery_tables_seq (tenant, seq)``, becomes a plain index — as ``proj_discrepancies_feed``
-  did in 0006, the projector numbers a tenant's tables one batch at a time under its lock, so the
-  numbers stay unique without the index enforcing it (a unique key without the distribution column
-  cannot be distributed). Nothing reads it as a constraint (no ``ON CONFLICT`` names it);
-* ``table_id`` of the per-table read models is ``text``, the type of ``events.table_id`` (it was
-  ``varchar(64)``; tables co-located on a column need one type; the API already refuses an id
-  longer than 64). varchar → text is binary-compatible: no rewrite, the indexes are kept.
+* every primary and unique key of a per-table table already holds ``(tenant, table_id)`` (0006);
+  what was left is the column's type: ``table_id`` of the per-table read models becomes ``text``,
+  the type of ``events.table_id`` (it was ``varchar(64)``; tables co-located on a column need one
+  type; the API already refuses an id longer than 64). varchar → text is binary-compatible: no
+  rewrite, the indexes are kept.
 
 Only where the ``citus`` extension is installed in the database (a Citus coordinator;
 docs/SCALING.md):
 
-* the per-table tables — ``table_heads``, ``events``, ``proj_table_snapshots``,
-  ``proj_hand_settlements``, ``proj_discrepancies``, ``proj_discovery_tables``,
-  ``proj_discovery_hands`` — are distributed on ``table_id``, co-located with ``table_heads``: one
+* ``table_heads``, ``events``, ``proj_table_snapshots``, ``proj_hand_settlements`` and
+  ``proj_discovery_hands`` are distributed on ``table_id``, co-located with ``table_heads``: one
   table's head, events and per-table read-model rows live in one shard group on one worker, so an
   append (the head's conditional ``UPDATE`` and the events' ``INSERT``) is a single-node
   transaction;
@@ -25,20 +20,28 @@ docs/SCALING.md):
   tenant is a name on keys and rows;
 * the rest stays on the coordinator (Citus local tables): the per-tenant read models (ledger,
   statistics, discovery's players, the feed), ``projection_checkpoints``, ``projection_parked``,
-  ``log_epochs``, ``alembic_version``;
+  ``log_epochs``, ``alembic_version`` — and two per-table read models that number their rows per
+  tenant, ``proj_discrepancies`` (``feed_seq``) and ``proj_discovery_tables`` (``seq``): the
+  projector numbers them in its ``INSERT … SELECT`` from a ``json_to_recordset`` with correlated
+  ``max(seq)`` subqueries, which Citus refuses on a distributed table ("correlated subqueries are
+  not supported when the FROM clause contains a set returning function", "complex joins are only
+  supported when all distributed tables are co-located…"). Distributing them needs that numbering
+  done differently (docs/SCALING.md, what is not built);
 * Citus refuses to distribute a table with triggers: the immutability triggers (``events``) and the
   revoke-once trigger (``api_keys``) are dropped, the tables distributed, and the triggers created
   again with ``citus.enable_unsafe_triggers`` (they then fire on the shards, where the rows are);
-  the projector's ``events_notify`` trigger is created again the same way (on the shards its
-  NOTIFY goes to the worker, where nobody listens: the projector's poll is what wakes it on a
-  cluster — docs/SCALING.md);
+  the projector's ``events_notify`` trigger is not: on a shard its NOTIFY would go to the worker,
+  where nobody listens, and a transaction that has sent one cannot be prepared, so it would make
+  every two-phase commit that touches ``events`` fail. On a cluster the projector's poll (1 s)
+  is what wakes it (docs/SCALING.md);
 * the app role gets ``LOGIN``: Citus opens its connections to the workers as the *current* user,
   which after the service's ``SET ROLE`` is the app role (a ``NOLOGIN`` role is refused there).
   It still has no password: which hosts may use it is ``pg_hba.conf``'s to say (docs/SCALING.md).
 
 Downgrade: on Citus, every distributed and reference table goes back to a local table on the
-coordinator (``undistribute_table``, triggers set aside and created again) and the role is
-``NOLOGIN`` again; everywhere, the unique index comes back.
+coordinator (``undistribute_table``, triggers set aside and created again, ``events_notify``
+included) and the role is ``NOLOGIN`` again; everywhere, the read models' ``table_id`` is
+``varchar(64)`` again.
 
 Revision ID: 0012
 Revises: 0011
@@ -59,13 +62,11 @@ DISTRIBUTED = (
     "events",
     "proj_table_snapshots",
     "proj_hand_settlements",
-    "proj_discrepancies",
-    "proj_discovery_tables",
     "proj_discovery_hands",
 )
 REFERENCE = ("api_keys",)
 # per-table read models whose table_id was varchar(64)
-READ_MODELS = DISTRIBUTED[2:]
+READ_MODELS = (*DISTRIBUTED[2:], "proj_discrepancies", "proj_discovery_tables")
 
 TRIGGERS = {
     "events": (
@@ -105,15 +106,14 @@ def _drop_triggers() -> None:
             op.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}")
 
 
-def _create_triggers() -> None:
+def _create_triggers(*, notify: bool) -> None:
     for statements in TRIGGERS.values():
         for statement in statements:
-            op.execute(statement)
+            if notify or "events_notify" not in statement:
+                op.execute(statement)
 
 
 def upgrade() -> None:
-    op.execute("DROP INDEX proj_discovery_tables_seq")
-    op.execute("CREATE INDEX proj_discovery_tables_seq ON proj_discovery_tables (tenant, seq)")
     for table in READ_MODELS:
         op.execute(f"ALTER TABLE {table} ALTER COLUMN table_id TYPE text")
     if not _citus():
@@ -131,7 +131,7 @@ def upgrade() -> None:
     op.execute(f"SELECT create_distributed_table('{first}', 'table_id')")
     for table in DISTRIBUTED[1:]:
         op.execute(f"SELECT create_distributed_table('{table}', 'table_id', colocate_with => '{first}')")
-    _create_triggers()
+    _create_triggers(notify=False)
 
 
 def downgrade() -> None:
@@ -140,9 +140,7 @@ def downgrade() -> None:
         _drop_triggers()
         for table in (*reversed(DISTRIBUTED), *REFERENCE):
             op.execute(f"SELECT undistribute_table('{table}')")
-        _create_triggers()
+        _create_triggers(notify=True)
         op.execute(f"ALTER ROLE {_role()} NOLOGIN")
     for table in READ_MODELS:
         op.execute(f"ALTER TABLE {table} ALTER COLUMN table_id TYPE varchar(64)")
-    op.execute("DROP INDEX proj_discovery_tables_seq")
-    op.execute("CREATE UNIQUE INDEX proj_discovery_tables_seq ON proj_discovery_tables (tenant, seq)")
