@@ -40,8 +40,8 @@ docs/SCALING.md):
 
 Downgrade: on Citus, every distributed and reference table goes back to a local table on the
 coordinator (``undistribute_table``, triggers set aside and created again, ``events_notify``
-included) and the role is ``NOLOGIN`` again; everywhere, the read models' ``table_id`` is
-``varchar(64)`` again.
+included; the role keeps ``LOGIN``: roles are cluster-wide and another database of the cluster may
+still need it); everywhere, the read models' ``table_id`` is ``varchar(64)`` again.
 
 Revision ID: 0012
 Revises: 0011
@@ -113,6 +113,45 @@ def _create_triggers(*, notify: bool) -> None:
                 op.execute(statement)
 
 
+def _undistribute_events() -> None:
+    """``undistribute_table`` refuses a table with an identity column (``position``), and Citus
+    refuses ``DROP IDENTITY`` on a distributed table: copy the rows into a local table of the same
+    definition instead, then give it the old names, privileges and sequence position."""
+    bind = op.get_bind()
+    last, called = bind.exec_driver_sql("SELECT last_value, is_called FROM events_position_seq").one()
+    named = bind.exec_driver_sql(
+        "SELECT c.relname, pg_get_indexdef(i.indexrelid), k.conname IS NOT NULL FROM pg_index i "
+        "JOIN pg_class c ON c.oid = i.indexrelid LEFT JOIN pg_constraint k ON k.conindid = i.indexrelid "
+        "AND k.conrelid = i.indrelid WHERE i.indrelid = 'events'::regclass"
+    ).all()
+    op.execute("ALTER TABLE events RENAME TO events_citus")
+    op.execute("CREATE TABLE events (LIKE events_citus INCLUDING ALL)")
+    op.execute("INSERT INTO events OVERRIDING SYSTEM VALUE SELECT * FROM events_citus")
+    op.execute("DROP TABLE events_citus")
+    fresh = dict(
+        bind.exec_driver_sql(
+            "SELECT regexp_replace(pg_get_indexdef(i.indexrelid), '^CREATE (UNIQUE )?INDEX \\S+ ', ''), "
+            "c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = 'events'::regclass"
+        ).all()
+    )
+    for old_name, definition, is_constraint in named:
+        shape = definition.split(" ON ", 1)[1].replace("events_citus", "events")
+        new_name = fresh["ON " + shape]
+        if new_name != old_name:
+            if is_constraint:
+                op.execute(f"ALTER TABLE events RENAME CONSTRAINT {new_name} TO {old_name}")
+            else:
+                op.execute(f"ALTER INDEX {new_name} RENAME TO {old_name}")
+    sequence = bind.exec_driver_sql("SELECT pg_get_serial_sequence('events', 'position')").scalar_one()
+    if sequence != "public.events_position_seq":
+        op.execute(f"ALTER SEQUENCE {sequence} RENAME TO events_position_seq")
+    op.execute(f"SELECT setval('events_position_seq', {int(last)}, {'true' if called else 'false'})")
+    role = _role()
+    op.execute(f"GRANT SELECT, INSERT ON events TO {role}")
+    op.execute(f"GRANT USAGE ON SEQUENCE events_position_seq TO {role}")
+
+
 def upgrade() -> None:
     for table in READ_MODELS:
         op.execute(f"ALTER TABLE {table} ALTER COLUMN table_id TYPE text")
@@ -137,10 +176,15 @@ def upgrade() -> None:
 def downgrade() -> None:
     if _citus():
         op.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+        op.execute("SET LOCAL citus.enable_unsafe_triggers TO on")
         _drop_triggers()
         for table in (*reversed(DISTRIBUTED), *REFERENCE):
-            op.execute(f"SELECT undistribute_table('{table}')")
+            if table == "events":
+                _undistribute_events()
+            else:
+                op.execute(f"SELECT undistribute_table('{table}')")
         _create_triggers(notify=True)
-        op.execute(f"ALTER ROLE {_role()} NOLOGIN")
+        # the role keeps LOGIN: it is cluster-wide, and the cluster's other databases may still be
+        # distributed and use it (as 0001's downgrade keeps the role itself)
     for table in READ_MODELS:
         op.execute(f"ALTER TABLE {table} ALTER COLUMN table_id TYPE varchar(64)")
