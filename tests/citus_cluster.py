@@ -45,6 +45,7 @@ SETTINGS = {
     "unix_socket_directories": "''",
     "max_connections": "300",
     "max_prepared_transactions": "200",
+    "max_worker_processes": "64",  # a Citus maintenance daemon per database: the suite makes many
     "fsync": "off",
     "synchronous_commit": "off",
     "full_page_writes": "off",
@@ -325,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             print(build())
             return 0
-        cluster = Cluster()
+        cluster = Cluster(HOME)
         if args.command == "stop":
             cluster.stop_stale(cluster.home / "nodes")
             return 0
