@@ -263,6 +263,27 @@ class Cluster:
                 )
 
 
+def data_folder_of(port: int, home: Path = HOME) -> Path:
+    """The data folder of the running test cluster's node on ``port``."""
+    for folder in sorted((home / "nodes").iterdir()):
+        conf = folder / "postgresql.conf"
+        if folder.is_dir() and conf.is_file() and f"\nport = {port}\n" in conf.read_text():
+            return folder
+    raise LookupError(f"no node of the test cluster listens on {port}")
+
+
+def pg_ctl(data: Path, *args: str, home: Path = HOME) -> None:
+    """``pg_ctl -D data ARGS…`` as the servers' user (a test stops and starts a worker with it)."""
+    done = subprocess.run(
+        _as_server_user([str(home / "pg" / "bin" / "pg_ctl"), "-D", str(data), *args]),
+        capture_output=True,
+        text=True,
+        env=client_env(),
+    )
+    if done.returncode != 0:
+        raise CitusUnavailable(f"kwx: pg_ctl {' '.join(args)} failed for {data}:\n{done.stderr.strip()}")
+
+
 class CitusDatabases:
     """What makes a new database of the test cluster a Citus database; used by tests/conftest.py
     when ``KWX_TEST_CITUS_WORKERS`` is set (``make test-citus``)."""

@@ -302,3 +302,42 @@ def test_0012_down_and_up_on_the_cluster_keeps_the_rows(pg_cluster: Any, contain
         conn.rollback()
     migrate.upgrade(url)
     assert layout() == up
+
+
+def test_a_stopped_worker_is_503_for_its_tables_only_and_the_service_recovers_by_itself(
+    client: Any, make_key: Any, database_url: str
+) -> None:
+    from tests import citus_cluster
+
+    headers = make_key("acme", "platform")
+    port = int(os.environ["KWX_TEST_CITUS_WORKERS"].split(",")[1].rsplit(":", 1)[1].split("/")[0])
+    run = uuid.uuid4().hex[:8]
+    with psycopg.connect(database_url) as conn:
+        names = [f"stop-{run}-{i}" for i in range(64)]
+        down = next(t for t in names if _worker_of(conn, t) == port)
+        up = next(t for t in names if _worker_of(conn, t) != port)
+    wire = legal_table(46)
+
+    def post(table: str, start: int) -> Any:
+        body = {"expected_version": start, "events": relabel(wire[start : start + 5], table)}
+        return client.post(f"/v1/tables/{table}/events", json=body, headers=headers)
+
+    assert post(down, 0).status_code == 201 and post(up, 0).status_code == 201
+    data = citus_cluster.data_folder_of(port)
+    citus_cluster.pg_ctl(data, "-m", "fast", "-w", "stop")
+    try:
+        refused = post(down, 5)
+        assert refused.status_code == 503 and refused.headers["Retry-After"]
+        assert refused.json()["error"] == "unavailable"
+        read = client.get(f"/v1/tables/{down}/events?after=0&limit=100", headers=headers)
+        assert read.status_code == 503 and read.headers["Retry-After"]
+        # the other worker's tables keep being served, writes and reads
+        assert post(up, 5).status_code == 201
+        assert client.get(f"/v1/tables/{up}/events?after=0&limit=100", headers=headers).status_code == 200
+    finally:
+        citus_cluster.pg_ctl(data, "-l", str(data / "server.log"), "-w", "start")
+    # back by itself: the same batch again is stored once (nothing of the refused one was)
+    again = post(down, 5)
+    assert again.status_code == 201 and again.json()["first_version"] == 6
+    page = client.get(f"/v1/tables/{down}/events?after=0&limit=100", headers=headers).json()
+    assert [e["version"] for e in page["events"]] == list(range(1, 11))
