@@ -302,8 +302,10 @@ def test_0012_down_and_up_on_the_cluster_keeps_the_rows(pg_cluster: Any, contain
         top = conn.execute("SELECT max(position) FROM events WHERE version < 9").fetchone()
         assert row is not None and top is not None and row[0] > top[0]
         conn.rollback()
-    migrate.upgrade(url)
+    migrate.upgrade(url)  # distributes the 8 rows again
     assert layout() == up
+    with psycopg.connect(url) as conn:  # and leaves no copy of them in the coordinator's own table
+        assert conn.execute("SELECT pg_relation_size('events')").fetchone() == (0,)
 
 
 def test_a_stopped_worker_is_503_for_its_tables_only_and_the_service_recovers_by_itself(

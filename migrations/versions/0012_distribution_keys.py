@@ -170,6 +170,10 @@ def upgrade() -> None:
     op.execute(f"SELECT create_distributed_table('{first}', 'table_id')")
     for table in DISTRIBUTED[1:]:
         op.execute(f"SELECT create_distributed_table('{table}', 'table_id', colocate_with => '{first}')")
+    # existing rows were copied into the shards; the coordinator's own copy goes (before the
+    # TRUNCATE trigger is back)
+    for table in (*REFERENCE, *DISTRIBUTED):
+        op.execute(f"SELECT truncate_local_data_after_distributing_table('{table}')")
     _create_triggers(notify=False)
 
 
