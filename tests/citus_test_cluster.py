@@ -133,6 +133,43 @@ def test_an_append_commits_on_one_worker_in_one_phase(remote: Remote, container:
     assert [e.version for e in store.read_table("acme", table, 0, 100)] == list(range(1, 31))
 
 
+def test_the_http_fast_path_on_its_async_pool_commits_in_one_phase_too(
+    database_url: str, container: Any
+) -> None:
+    import asyncio
+
+    from psycopg_pool import AsyncConnectionPool
+
+    sent: list[str] = []
+
+    async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute("SET ROLE kwx_app")
+        await conn.execute("SET citus.log_remote_commands = on")
+        await conn.execute("SET client_min_messages = log")
+        conn.add_notice_handler(lambda d: sent.append(d.message_primary or ""))
+
+    table, wire = "async-" + uuid.uuid4().hex[:8], legal_table(48)
+    events = [convert(e) for e in relabel(wire, table)]
+    prepared, canon = batches.prepare(container.engine, events[:7])
+    tip, create = fast.guess(container.engine, table, None, 0) or (None, False)
+    assert tip is not None and create
+    plan = fast.plan(container.engine, 50, "acme", table, tip, True, prepared, canon)
+    assert plan is not None
+
+    async def run() -> int:
+        pool = AsyncConnectionPool(database_url, min_size=1, max_size=1, configure=configure, open=False,
+                                   kwargs={"autocommit": True})  # fmt: skip
+        await pool.open()
+        try:
+            return await fast.run_async(pool, plan)
+        finally:
+            await pool.close()
+
+    assert asyncio.run(run()) == 7
+    assert _commits(sent) == (1, 0), sent
+    assert [e.version for e in container.store.read_table("acme", table, 0, 100)] == list(range(1, 8))
+
+
 def test_the_single_node_statement_would_take_two_phase_commit(remote: Remote, container: Any) -> None:
     """The control: the fast path's one statement (``INSERT … SELECT`` from a modifying CTE) goes
     through PREPARE TRANSACTION on Citus — why the cluster stores by router statements."""
