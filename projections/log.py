@@ -75,9 +75,19 @@ def checkpoint_of(model: str) -> tuple[str, str, str]:
 # The fence (tx_id below the oldest transaction still running) applies to the current epoch only:
 # an older epoch's transactions ran on a cluster that is gone (a dump's source, the cluster before
 # pg_upgrade), so all of them are final — and their xids mean nothing to this cluster's snapshot.
+FENCE_XMIN = (
+    "(SELECT pg_snapshot_xmin(pg_current_snapshot()) FROM log_epochs l ORDER BY l.epoch DESC LIMIT 1)"
+)
+"""The fence's xmin as a subquery on ``log_epochs``: one InitPlan on one PostgreSQL (the same value as
+the bare call); on a Citus cluster a subquery on a coordinator table is evaluated on the coordinator
+before the workers are asked, so ``tx_id`` (the coordinator's transaction id, where the column
+default is evaluated) is compared with the coordinator's snapshot, not each worker's (the bare call
+would be pushed down to the shards: docs/SCALING.md)."""
+
+
 def fence(alias: str) -> str:
     """The gap-free predicate on the events table named ``alias`` in the query."""
-    return f"({alias}.epoch < {CURRENT_EPOCH} OR {alias}.tx_id < pg_snapshot_xmin(pg_current_snapshot()))"
+    return f"({alias}.epoch < {CURRENT_EPOCH} OR {alias}.tx_id < {FENCE_XMIN})"
 
 
 def stale(cp: LogPlace, epoch: int, next_xid: int) -> bool:

@@ -36,6 +36,11 @@ class PgCluster:
     def __init__(self, admin_url: str) -> None:
         self.admin_url = admin_url
         self.created: list[str] = []
+        # `make test-citus`: the server is a Citus coordinator and each new database is made a
+        # Citus database on every node (tests/citus_cluster.py)
+        from tests.citus_cluster import CitusDatabases
+
+        self.citus = CitusDatabases.from_env()
 
     def create_database(self, prefix: str = "kwx_test") -> str:
         from services.db import ensure_database
@@ -43,6 +48,8 @@ class PgCluster:
         name = f"{prefix}_{os.getpid()}_{secrets.token_hex(4)}"
         ensure_database(self.admin_url, name)
         self.created.append(name)
+        if self.citus is not None:
+            self.citus.prepare(self.admin_url, name)
         return with_database(self.admin_url, name)
 
     def drop_all(self) -> None:
@@ -52,6 +59,8 @@ class PgCluster:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             for name in self.created:
                 conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        if self.citus is not None:
+            self.citus.drop(self.created)
 
 
 @pytest.fixture(scope="session")

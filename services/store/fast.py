@@ -33,7 +33,7 @@ from services.engine_adapter import Engine
 from services.errors import IllegalEvent
 from services.logs import get_logger
 from services.store import batch as batches
-from services.store import chain
+from services.store import chain, distributed
 from services.store.batch import AppendResult, Batch
 from services.store.cache import StateCache, Tip
 
@@ -158,6 +158,8 @@ def run(pool: ConnectionPool, plan: FastPlan) -> int:
     with pool.connection() as conn:
         conn.autocommit = True
         try:
+            if distributed.on_citus(pool, conn):
+                return _run_citus(conn, plan)
             return conn.execute(plan.sql, plan.params).rowcount
         except pg_errors.UniqueViolation:
             return 0
@@ -170,9 +172,33 @@ async def run_async(pool: AsyncConnectionPool, plan: FastPlan) -> int:
     """:func:`run` on an async pool (whose connections are autocommit)."""
     try:
         async with pool.connection() as conn:
+            if await distributed.on_citus_async(pool, conn):
+                return await _run_citus_async(conn, plan)
             return (await conn.execute(plan.sql, plan.params)).rowcount
     except pg_errors.UniqueViolation:
         return 0
+
+
+# On Citus (services/store/distributed.py): the same outcome as the one statement, from router
+# statements in one single-node transaction (one-phase commit): the head first, then the events
+# only if it moved.
+def _head_sql(plan: FastPlan) -> str:
+    return _CREATE_HEAD if plan.sql == CREATE else _MOVE_HEAD
+
+
+def _run_citus(conn: Any, plan: FastPlan) -> int:
+    with conn.transaction():
+        if conn.execute(_head_sql(plan), plan.params).rowcount != 1:
+            return 0
+        return distributed.insert_rows(conn, plan.batch.rows(plan.tenant, plan.table_id))
+
+
+async def _run_citus_async(conn: Any, plan: FastPlan) -> int:
+    rows = plan.batch.rows(plan.tenant, plan.table_id)
+    async with conn.transaction():
+        if (await conn.execute(_head_sql(plan), plan.params)).rowcount != 1:
+            return 0
+        return (await conn.execute(distributed.insert_sql(len(rows)), distributed.flat(rows))).rowcount
 
 
 def finish(cache: StateCache, plan: FastPlan, inserted: int) -> AppendResult | None:

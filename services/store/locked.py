@@ -25,7 +25,7 @@ from services.db import fetch
 from services.engine_adapter import Engine
 from services.errors import IdConflict, IllegalEvent, VersionConflict
 from services.store import batch as batches
-from services.store import chain
+from services.store import chain, distributed
 from services.store.batch import AppendResult
 from services.store.cache import StateCache, Tip
 from services.store.reads import Head, table_is
@@ -52,8 +52,9 @@ def append(
     with pool.connection() as conn:
         try:
             with conn.transaction():
+                citus = distributed.on_citus(pool, conn)
                 result, tip = _append_tx(conn, engine, cache, snapshot_every, tenant, table_id,
-                                         expected, events, canon)  # fmt: skip
+                                         expected, events, canon, citus=citus)  # fmt: skip
         except pg_errors.UniqueViolation as exc:
             constraint = exc.diag.constraint_name
             with conn.transaction():
@@ -80,6 +81,8 @@ def _append_tx(
     expected: int | None,
     events: Sequence[Event],
     canon: list[bytes],
+    *,
+    citus: bool = False,
 ) -> tuple[AppendResult, Tip | None]:
     head = lock_head(conn, tenant, table_id)
     if head is None:
@@ -105,9 +108,12 @@ def _append_tx(
         if found is not None:
             return found, None
         raise
-    with conn.cursor() as cur, cur.copy(COPY) as copy:
-        for row in batch.rows(tenant, table_id):
-            copy.write_row(row)
+    if citus:  # router statements only (one-phase commit): docs/SCALING.md
+        distributed.insert_rows(conn, batch.rows(tenant, table_id))
+    else:
+        with conn.cursor() as cur, cur.copy(COPY) as copy:
+            for row in batch.rows(tenant, table_id):
+                copy.write_row(row)
     snapshot_version = head.snapshot_version
     if batch.version - head.snapshot_version >= snapshot_every:
         snapshot_version = batch.version
