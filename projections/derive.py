@@ -8,6 +8,7 @@ drops the facts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
@@ -28,20 +29,28 @@ from projections.model import (
 )
 
 
-class TableCtx(msgspec.Struct, kw_only=True):
-    """What the projector knows of one table: the engine state after ``state.version`` events,
-    the table's identity, and reports waiting for their hand's settlement."""
+class FactCtx(msgspec.Struct, kw_only=True):
+    """What fact-finding needs of a table beyond its engine state: its identity, reports waiting for
+    their hand's settlement, a settlement a 买码 tile may still revise, the latest ``at``. The append
+    keeps one per table (with its cached tip, and stored with the head's snapshot) to find each
+    event's facts as it judges it; the projector's :class:`TableCtx` adds the state."""
 
     table_id: str
     tenant: str
-    state: Any
     info: TableInfo | None = None
     pending_reports: dict[int, tuple[int, tuple[ReportedLine, ...]]] = msgspec.field(default_factory=dict)
-    version: int = 0  # the last event version advanced over (applied, or skipped as unreadable)
-    failures: int = 0  # events the engine could not apply (corrupted rows): skipped, logged
     # ordinal of a settlement that a 买码 tile may still revise (maima on, self-draw, no ma yet)
     pending_ordinal: int = 0
     last_at: str | None = None  # the latest ``at`` of the table's events so far (None: none had one)
+
+
+class TableCtx(FactCtx, kw_only=True):
+    """What the projector knows of one table: the engine state after ``state.version`` events and
+    the :class:`FactCtx`."""
+
+    state: Any
+    version: int = 0  # the last event version advanced over (applied, or skipped as unreadable)
+    failures: int = 0  # events the engine could not apply (corrupted rows): skipped, logged
 
 
 class Unreadable(ValueError):
@@ -71,7 +80,7 @@ def new_ctx(engine: Replayer, table_id: str, tenant: str) -> TableCtx:
     return TableCtx(table_id=table_id, tenant=tenant, state=engine.initial())
 
 
-def _info(ctx: TableCtx, event: TableOpened, state: Any) -> TableInfo:
+def _info(ctx: FactCtx, event: TableOpened, state: Any) -> TableInfo:
     rules = getattr(state, "rules", None)
     preset = getattr(rules, "preset", None) or str(event.rules.get("preset", "default"))
     p = event.players
@@ -165,6 +174,25 @@ def advance_row(
         ctx.failures += 1
         raise Unreadable(f"{ctx.table_id} v{version}: {exc}") from exc
     ctx.state = after
+    return observe(engine, ctx, event, before, after, ruling, version, position, tx_id)
+
+
+def observe(
+    engine: Any,
+    ctx: FactCtx,
+    event: Event,
+    before: Any,
+    after: Any,
+    ruling: str | bytes | _Recheck | None,
+    version: int,
+    position: int = 0,
+    tx_id: int = 0,
+) -> list[Fact]:
+    """The facts of one event that took the table from ``before`` to ``after`` (``ruling``: the
+    ruling stored with it as JSON text, None for a legal event, :data:`RECHECK` for none known),
+    moving ``ctx`` on. The one fact-finder: the projector's fold calls it through
+    :func:`advance_row`, the append (``services.store.batch``) as it judges each event — so stored
+    facts are what the fold would find (``engine``: anything with ``encode_state``)."""
     if event.at is not None:
         ctx.last_at = event.at
     kind = type(event)
@@ -186,6 +214,66 @@ def advance_row(
     return facts
 
 
+class FactsFailed(Exception):
+    """The fact-finder raised on the ``index``-th event of a batch (its cause is chained)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"facts not found for the event at index {index}")
+        self.index = index
+
+
+# what observe_batch always looks at: events that may give facts whatever the state did, and the
+# table's opening (its identity)
+_LOOK_AT = _MAY_GIVE_FACTS | {TableOpened}
+
+
+def observe_batch(
+    engine: Any,
+    ctx: FactCtx,
+    events: Sequence[Event],
+    states: Sequence[Any],
+    rulings: dict[int, str],
+    first: int,
+) -> list[tuple[int, list[Fact]]]:
+    """:func:`observe` over a judged batch — ``states`` the state before each event and after the
+    last, ``rulings`` the stored ruling texts by index, ``first`` the first event's version — as
+    (index, facts) for the events that gave some, moving ``ctx`` on. The append's one call per
+    batch: an event that can give no fact (no settlement added, no 漏胡 logged, no ruling, not a
+    kind that gives facts by itself) costs a few identity checks, not a call. Raises
+    :class:`FactsFailed` (index) if the fact-finder fails."""
+    out: list[tuple[int, list[Fact]]] = []
+    last_at = ctx.last_at
+    look_at = _LOOK_AT
+    before = states[0]
+    for i, event in enumerate(events):
+        after = states[i + 1]
+        at = event.at
+        if at is not None:
+            last_at = at
+        if not (
+            type(event) in look_at
+            or after.settlements is not before.settlements
+            or after.lou_hu_log is not before.lou_hu_log
+            or (i in rulings if rulings else False)
+            or (
+                (hb := before.hand) is not (ha := after.hand)
+                and (hb is None or ha is None or hb.lou_hu_log is not ha.lou_hu_log)
+            )
+        ):
+            before = after
+            continue
+        ctx.last_at = last_at
+        try:
+            facts = observe(engine, ctx, event, before, after, rulings.get(i), first + i)
+        except Exception as exc:
+            raise FactsFailed(i) from exc
+        if facts:
+            out.append((i, facts))
+        before = after
+    ctx.last_at = last_at
+    return out
+
+
 def _ruled(info: TableInfo, at: EventRef, event: Event, after: Any, ruling: Any) -> RulingRecorded:
     """The recorded violation stored with the event (``events.ruling``, JSON text); ``hand``: the
     hand last started at the table (None before the first)."""
@@ -202,8 +290,8 @@ def _ruled(info: TableInfo, at: EventRef, event: Event, after: Any, ruling: Any)
 
 
 def _facts(
-    engine: Replayer,
-    ctx: TableCtx,
+    engine: Any,
+    ctx: FactCtx,
     info: TableInfo,
     at: EventRef,
     event: Event,
@@ -267,7 +355,7 @@ def _ma_may_follow(state: Any, record: Any) -> bool:
 
 
 def _settled(
-    ctx: TableCtx, info: TableInfo, at: EventRef, ordinal: int, settlement: Any, record: Any
+    ctx: FactCtx, info: TableInfo, at: EventRef, ordinal: int, settlement: Any, record: Any
 ) -> list[Fact]:
     out: list[Fact] = [
         HandSettled(

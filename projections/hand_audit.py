@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from domain.engine import Replayer
+from domain.engine import Replayer, TableState
 from domain.events import HandStarted, SettlementReported
 from projections.audit import _kong_chains, _lou_hu, _records, _settlement_checks, _wall_checks, ruling_items
 from projections.hand_reads import HandEvents
@@ -46,6 +46,20 @@ def build_hand(
 ) -> dict[str, Any]:
     """The audit of hand ``got.hand``; ``late_reports``: reports for it after ``got.last``;
     ``latest``: the table's last version."""
+    return fold_hand(engine, table_id, got, late_reports, hash_chain, latest, lang)[1]
+
+
+def fold_hand(
+    engine: Replayer,
+    table_id: str,
+    got: HandEvents,
+    late_reports: Sequence[Reported],
+    hash_chain: dict[str, Any],
+    latest: int,
+    lang: str = "en",
+) -> tuple[TableState, dict[str, Any]]:
+    """(the table's state after the hand's last event, :func:`build_hand`'s audit): the dispute
+    report (services/api/export.py) reads the hand's settlement from the same fold."""
     n = got.hand
     timed = [(v, e) for v, e, _ in got.events]
     state, records, walls, draws = _records(engine, timed, got.initial, got.start)
@@ -62,7 +76,7 @@ def build_hand(
     )
     reported = [r for r in state.reported if r.hand == n] + [r for r in late_reports if r.hand == n]
     rules = msgspec.to_builtins(state.rules) if state.rules is not None else None
-    return {
+    return state, {
         "table_id": table_id,
         "hand": n,
         "version": latest,

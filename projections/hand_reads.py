@@ -17,8 +17,16 @@ come later, in another hand: :class:`HandEvents` does not hold it; the audit rea
 
 A snapshot is only a cache: missing (the projector behind, or a rebuild), or undecodable (an older
 engine), the fold starts from an earlier hand's snapshot or from event 1, and without hand n+1's
-snapshot it runs to the table's last event — slower, never different
-(tests/projections/test_hand_reads.py checks every hand against the whole-table fold).
+snapshot the read goes on until it meets hand n+1's ``hand_started`` (or the table's last event)
+— slower, never different (tests/projections/test_hand_reads.py checks every hand against the
+whole-table fold). ``last`` is the hand's last event either way.
+
+This is the one read of a hand's events: the settlement, the hand's audit, the timeline
+(:meth:`HandEvents.opening`) and the dispute report all fold it, so they agree on which events
+hand n holds. Hand numbers are consecutive even after a ``hand_aborted`` (the engine refuses a
+repeated number as ``sequence``): the re-deal of an aborted hand n is hand n+1, by the same
+dealer, and hand n is the voided deal. (Were a number stored twice, by an engine that let it
+through, ``first`` is its later deal, as the latest snapshot of hand n is.)
 
 Example (a route)::
 
@@ -35,12 +43,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from sqlalchemy import case, null, select
 
 from domain.engine import Replayer
-from domain.events import Event, HandStarted, decode
+from domain.events import Event, HandStarted, TableClosed, decode
 from projections.schema import snapshots
-from projections.sql import Connection, fetch
+from projections.sql import Connection
 
 if TYPE_CHECKING:
     from projections.projector import EventSource
@@ -59,18 +66,22 @@ class HandSpan(msgspec.Struct, frozen=True, kw_only=True):
     end: int | None = None  # the hand's last event (hand n+1's hand_started − 1); None: the table's last
 
 
+# At most two rows read backwards on the snapshots' key (tenant, table_id, version): hand n+1's
+# (its version − 1 is hand n's last event; its state not sent) and the latest of a hand ≤ n. Plain
+# text, not a Core statement: compiling one cost more than running it (≈ 0.6 ms of a read).
+_LOCATE = (
+    "SELECT version, hand, CASE WHEN hand = %(following)s THEN NULL ELSE state END"
+    f" FROM {snapshots.name} WHERE tenant = %(tenant)s AND table_id = %(table_id)s"
+    " AND hand <= %(following)s ORDER BY version DESC LIMIT 2"
+)
+
+
 def locate(conn: Connection, tenant: str, table_id: str, hand: int) -> HandSpan:
     """The :class:`HandSpan` of the tenant's table's hand ``hand``: at most two snapshot rows, read
     backwards on the snapshots' key (tenant, table_id, version); only the start's state is sent."""
     following = min(hand + 1, _MAX_HAND)  # a hand beyond the column's range: none follows, none is
-    state = case((snapshots.c.hand == following, null()), else_=snapshots.c.state)  # (only the start's)
-    stmt = (
-        select(snapshots.c.version, snapshots.c.hand, state)
-        .where(snapshots.c.tenant == tenant, snapshots.c.table_id == table_id, snapshots.c.hand <= following)
-        .order_by(snapshots.c.version.desc())
-        .limit(2)
-    )
-    rows = fetch(conn, stmt)
+    params = {"tenant": tenant, "table_id": table_id, "following": following}
+    rows = conn.execute(_LOCATE, params).fetchall()
     end: int | None = None
     if rows and int(rows[0][1]) == hand + 1:
         end = int(rows[0][0]) - 1
@@ -86,8 +97,8 @@ class HandEvents(msgspec.Struct, kw_only=True):
     ``events``: (version, decoded event, stored ruling JSON or None) of versions ``max(start, 1)``
     to ``last``, in order; those with version ≤ ``start`` (the snapshot's own ``hand_started``)
     are already in ``initial``. ``first``: the version of hand ``hand``'s ``hand_started`` (None:
-    the hand never started). ``last``: the last version read (the hand's last event, or the
-    table's when the next hand's snapshot is not there)."""
+    the hand never started). ``last``: the hand's last event (the one before hand n+1's
+    ``hand_started``, or the table's last)."""
 
     hand: int
     start: int
@@ -114,13 +125,36 @@ class HandEvents(msgspec.Struct, kw_only=True):
                 state = engine.replay(state, event)
         return state
 
+    def opening(self, engine: Replayer) -> tuple[Any, tuple[int, Event, dict[str, Any] | None], list[Any]]:
+        """What the timeline renders (projections/timeline.py): (the table's state right after
+        hand ``hand``'s ``hand_started``, that event as (version, event, ruling), the hand's later
+        events up to, not including, a ``table_closed``). Only for a hand that started."""
+        assert self.first is not None
+        state = self.initial
+        first: tuple[int, Event, dict[str, Any] | None] | None = None
+        rest: list[Any] = []
+        for item in self.events:
+            version, event, _ = item
+            if first is None:
+                if version > self.start:
+                    state = engine.replay(state, event)
+                if version == self.first:
+                    first = item
+                continue
+            if isinstance(event, TableClosed):
+                break
+            rest.append(item)
+        assert first is not None
+        return state, first, rest
+
 
 def load(
     span: HandSpan, source: EventSource, engine: Replayer, tenant: str, table_id: str, head: int
 ) -> HandEvents:
     """The :class:`HandEvents` of ``span`` (:func:`locate`, already read) on a table whose last
     event is ``head``: the snapshot decoded (undecodable: from event 1) and the events read from
-    ``source`` a page at a time."""
+    ``source`` a page at a time, up to the hand's last event (the one before hand n+1's
+    ``hand_started``, found in the events when its snapshot is not there)."""
     state: Any = engine.initial()
     start = 0
     if span.state is not None:
@@ -133,14 +167,19 @@ def load(
     events: list[tuple[int, Event, dict[str, Any] | None]] = []
     first: int | None = None
     after = max(start - 1, 0)
-    while after < last:
+    ended = False
+    while after < last and not ended:
         page = source.read_table(tenant, table_id, after=after, limit=min(1000, last - after))
         if not page:
             break
         for row in page:
             event = decode(row.body)
-            if first is None and isinstance(event, HandStarted) and event.hand == span.hand:
-                first = row.version
+            if isinstance(event, HandStarted):
+                if event.hand == span.hand:  # a number stored twice (refused now): its later deal
+                    first = row.version
+                elif event.hand > span.hand:  # the next hand (its snapshot was not there): stop
+                    ended = True
+                    break
             ruling = msgspec.json.decode(row.ruling) if row.ruling else None
             events.append((row.version, event, ruling))
             after = row.version

@@ -120,3 +120,57 @@ def read_page(conn: psycopg.Connection[Any], after: LogPlace, limit: int) -> lis
     # (tx_id as int8: xid8 values stay far below 2**63)
     rows: list[LogRow] = conn.execute(READ_PAGE, (after[0], str(after[1]), after[2], limit)).fetchall()
     return rows
+
+
+_JUDGED = "coalesce(e.judge = %s, false)"  # the event's facts were found by this judge (NULL: by none)
+
+
+def _facts_page(bounded: bool) -> str:
+    upto = " AND (e.epoch, e.tx_id, e.position) <= (%s, (%s)::text::xid8, %s)" if bounded else ""
+    return (
+        "WITH page AS ("
+        "SELECT e.table_id, e.version, e.position, e.tx_id, e.tenant, e.epoch, e.facts, "
+        f"({_JUDGED}) AS known, "
+        f"CASE WHEN NOT ({_JUDGED}) THEN e.body::text END AS body_text, "
+        f"CASE WHEN NOT ({_JUDGED}) THEN e.ruling::text END AS ruling_text "
+        "FROM events e "
+        f"WHERE {after('e')} AND {fence('e')}{upto} "
+        f"ORDER BY {log_order('e')} LIMIT %s"
+        "), marked AS ("
+        "SELECT p.*, row_number() OVER (ORDER BY p.epoch, p.tx_id, p.position) AS k, count(*) OVER () AS n "
+        "FROM page p) "
+        "SELECT table_id, version, position, tx_id::text::int8, body_text, ruling_text, tenant, epoch, "
+        "known, facts, n FROM marked WHERE facts IS NOT NULL OR NOT known OR k = n ORDER BY k"
+    )
+
+
+READ_FACTS_PAGE = _facts_page(False)
+READ_FACTS_PAGE_UPTO = _facts_page(True)  # (two texts: a bound as a filter would not stop the scan)
+
+FactRow = tuple[str, int, int, int, "str | None", "str | None", str, int, bool, "bytes | None", int]
+"""One event of a facts page: ``(table_id, version, position, tx_id, body, ruling, tenant, epoch,
+known, facts, n)`` — ``known``: its stored facts were found by the reader's judge (``body`` and
+``ruling`` are then None: not read), ``facts`` those facts (None: it gave none), ``n`` how many log
+events the page passed over."""
+
+
+def read_facts_page(
+    conn: psycopg.Connection[Any],
+    after: LogPlace,
+    limit: int,
+    judge: int | None,
+    upto: LogPlace | None = None,
+) -> list[FactRow]:
+    """The next ``limit`` events of the log after ``after`` (gap-free, in log order, at most up to
+    ``upto``), of which only those a projector must look at: the ones with facts stored by
+    ``judge``, every one stored by another judge (with its body and ruling, to fold), and the last
+    one (where the page ends). One statement, so one snapshot decides the fence for all of them: an
+    event passed over without a row can never be one committed late. Each row carries ``n``, the
+    events passed; no rows: nothing new."""
+    place = (after[0], str(after[1]), after[2])
+    if upto is None:
+        rows: list[FactRow] = conn.execute(READ_FACTS_PAGE, (judge, judge, judge, *place, limit)).fetchall()
+    else:
+        bound = (upto[0], str(upto[1]), upto[2])
+        rows = conn.execute(READ_FACTS_PAGE_UPTO, (judge, judge, judge, *place, *bound, limit)).fetchall()
+    return rows

@@ -32,7 +32,7 @@ class EventRef(msgspec.Struct, frozen=True, kw_only=True):
     tx_id: int = 0
 
 
-class HandSettled(msgspec.Struct, frozen=True, kw_only=True):
+class HandSettled(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     """The engine produced the §2 settlement of a hand (the ``ordinal``-th of the table)."""
 
     info: TableInfo
@@ -51,7 +51,7 @@ class ReportedLine(msgspec.Struct, frozen=True, kw_only=True):
     amount: int
 
 
-class SettlementCompared(msgspec.Struct, frozen=True, kw_only=True):
+class SettlementCompared(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     """A ``settlement_reported`` event met the computed settlement of its hand (``computed`` is
     None when the engine has not settled that hand)."""
 
@@ -63,7 +63,7 @@ class SettlementCompared(msgspec.Struct, frozen=True, kw_only=True):
     computed: Settlement | None
 
 
-class LouHuIncurred(msgspec.Struct, frozen=True, kw_only=True):
+class LouHuIncurred(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     """A seat passed a discard (or robbed kong) it could have won on: 漏胡."""
 
     info: TableInfo
@@ -75,7 +75,7 @@ class LouHuIncurred(msgspec.Struct, frozen=True, kw_only=True):
     table_at: str | None = None  # the latest ``at`` of the table's events so far (None: none had one)
 
 
-class SnapshotTaken(msgspec.Struct, frozen=True, kw_only=True):
+class SnapshotTaken(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     """The engine state of a table right after a ``hand_started`` event (for fast replay)."""
 
     info: TableInfo
@@ -84,7 +84,7 @@ class SnapshotTaken(msgspec.Struct, frozen=True, kw_only=True):
     state: bytes
 
 
-class RulingRecorded(msgspec.Struct, frozen=True, kw_only=True):
+class RulingRecorded(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     """An event was stored with a ruling: a rule violation recorded (``violations: record``), as
     the append stored it (``events.ruling``). Only the projector's fold gives it (a read's fold
     recomputes rulings and gives none)."""

@@ -51,11 +51,13 @@ from sqlalchemy.dialects.postgresql import insert
 from domain.engine import Replayer
 from projections import feed, parked, registry
 from projections.derive import TableCtx, Unreadable, advance_row, new_ctx
-from projections.log import CHECKPOINTS, LogPlace, read_page, stale
+from projections.log import CHECKPOINTS, LogPlace, read_facts_page, stale
 from projections.model import Fact
 from projections.parked import Park, parkable
 from projections.schema import OWNED, checkpoints
 from projections.sql import Connection, execute_many
+from projections.stored_facts import JUDGE
+from projections.stored_facts import decode as decode_facts
 
 log = structlog.get_logger("kwx.projector")
 
@@ -101,6 +103,7 @@ class Projector:
         names: Iterable[str] = registry.NAMES,
         batch_size: int = 1000,
         cache_size: int = 5000,
+        judge: int | None = JUDGE,
     ) -> None:
         if engine is None:
             from domain import engine as domain_engine
@@ -118,8 +121,14 @@ class Projector:
         self._parked_key: tuple[int, ...] | None = None
         self._blocked: dict[tuple[str, str, str], int] | None = None
         self._stale_said: dict[str, Checkpoint] = {}
+        # Whose stored facts it takes as its own (projections.stored_facts): events another judge
+        # stored — an older or newer kwx, or none (before migration 0012) — are folded instead;
+        # None: fold everything (``kwx projections rebuild --refold``).
+        self.judge = judge
         self.refolds = 0
         self.applied = 0
+        self.stored_facts = 0  # events whose stored facts were applied
+        self.folded = 0  # events folded here
         # Called after each committed batch with (model → events applied, events parked with an
         # error): the service's metrics (services/metrics.py); this package stays free of them.
         self.on_batch: Callable[[dict[str, int], int], None] | None = None
@@ -172,7 +181,6 @@ class Projector:
                     kept[version] = facts
                 after = version
         return kept
-
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoints(self, conn: Connection, names: Sequence[str]) -> dict[str, Checkpoint]:
@@ -252,78 +260,78 @@ class Projector:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROJECTOR_LOCK,))
             cps = self._checkpoints(conn, names)
             start = min(cps.values())
-            events = read_page(conn, start, self.batch_size)
+            # The models furthest behind go first, up to where the next one is (a rebuild of some
+            # models beside the others): every model a batch moves starts at the same checkpoint.
+            ahead = [cp for cp in cps.values() if cp > start]
+            names = [n for n in names if cps[n] == start]
+            events = read_facts_page(conn, start, self.batch_size, self.judge, min(ahead) if ahead else None)
             if not events:
                 return 0
+            passed = events[-1][10]
             # this batch's own blocks join a copy (the shared one changes only when parks commit)
             blocked = dict(self._blocked_tables(conn, names))
             parks: list[Park] = []
             rows: dict[str, list[Any]] = {n: [] for n in names}
             # careful: each event's rows as a span (first, end, its Park if it must be parked)
             spans: dict[str, list[tuple[int, int, Park]]] = {n: [] for n in names}
-            modules = [
-                (n, registry.BY_NAME[n], rows[n], cps[n], spans[n] if careful else None) for n in names
-            ]
-            # Every event read is after ``start``; a model whose checkpoint is further on (a
-            # rebuild of some models) counts only the events after its own.
-            counts = {
-                n: len(events)
-                if cps[n] == start
-                else sum((ep, tx, pos) > cps[n] for _, _, pos, tx, _, _, _, ep in events)
-                for n in names
-            }
+            modules = [(n, registry.BY_NAME[n], rows[n], spans[n] if careful else None) for n in names]
+            counts = {n: passed for n in names}
             current: str | None = None
             current_tenant: str | None = None
             ctx: TableCtx | None = None
             engine = self.engine
-            for table_id, version, position, tx_id, body, ruling, tenant, epoch in events:
-                # Consecutive events of one table (an append's) reuse its context: _ctx would
-                # return the same one, already last in the LRU.
-                if (
-                    table_id != current
-                    or tenant != current_tenant
-                    or ctx is None
-                    or ctx.version != version - 1
-                ):
-                    current, current_tenant = table_id, tenant
-                    ctx = self._ctx(tenant, table_id, version, conn)
-                try:
-                    facts = advance_row(engine, ctx, body, ruling, version, position, tx_id)
-                except Unreadable as exc:
-                    _skipped(table_id, version, exc)
-                    continue
+            for table_id, version, position, tx_id, body, ruling, tenant, epoch, known, stored, _ in events:
+                if known:  # judged once, by the append: its facts as stored (None: it gave none)
+                    if stored is None:
+                        continue
+                    facts = decode_facts(stored, position, tx_id)
+                    self.stored_facts += 1
+                else:
+                    # Folded here: consecutive events of one table (an append's) reuse its context;
+                    # _ctx would return the same one, already last in the LRU.
+                    if (
+                        table_id != current
+                        or tenant != current_tenant
+                        or ctx is None
+                        or ctx.version != version - 1
+                    ):
+                        current, current_tenant = table_id, tenant
+                        ctx = self._ctx(tenant, table_id, version, conn)
+                    try:
+                        facts = advance_row(engine, ctx, body or "", ruling, version, position, tx_id)
+                    except Unreadable as exc:
+                        _skipped(table_id, version, exc)
+                        continue
+                    self.folded += 1
                 if not facts:
                     continue
                 key = (epoch, tx_id, position)
-                for name, module, out, cp, span in modules:
-                    if key > cp:
-                        n = len(out)
-                        try:
-                            for fact in facts:
-                                out.extend(module.rows(fact))
-                        except Exception as exc:  # this model cannot apply this event: park it
+                for name, module, out, span in modules:
+                    n = len(out)
+                    try:
+                        for fact in facts:
+                            out.extend(module.rows(fact))
+                    except Exception as exc:  # this model cannot apply this event: park it
+                        del out[n:]
+                        first = blocked.get((name, tenant, table_id)) if blocked else None
+                        if first is None:
+                            blocked[(name, tenant, table_id)] = position
+                        parks.append(Park(name, key, tenant, table_id, version, first, exc))
+                        continue
+                    if len(out) == n:
+                        continue
+                    if blocked:
+                        first = blocked.get((name, tenant, table_id))
+                        if first is not None:  # behind a parked event of its table
                             del out[n:]
-                            first = blocked.get((name, ctx.tenant, table_id)) if blocked else None
-                            if first is None:
-                                blocked[(name, ctx.tenant, table_id)] = position
-                            parks.append(Park(name, key, ctx.tenant, table_id, version, first, exc))
+                            parks.append(Park(name, key, tenant, table_id, version, first, None))
                             continue
-                        if len(out) == n:
-                            continue
-                        if blocked:
-                            first = blocked.get((name, ctx.tenant, table_id))
-                            if first is not None:  # behind a parked event of its table
-                                del out[n:]
-                                parks.append(Park(name, key, ctx.tenant, table_id, version, first, None))
-                                continue
-                        if span is not None:
-                            span.append(
-                                (n, len(out), Park(name, key, ctx.tenant, table_id, version, None, None))
-                            )
+                    if span is not None:
+                        span.append((n, len(out), Park(name, key, tenant, table_id, version, None, None)))
             last = (events[-1][7], events[-1][3], events[-1][2])  # (epoch, tx_id, position)
             moved = [name for name in names if counts[name]]
             if careful:
-                for name, module, out, _, span in modules:
+                for name, module, out, span in modules:
                     if counts[name] and out:
                         assert span is not None
                         parks += _write_isolating(conn, name, module, out, span, blocked)
@@ -334,7 +342,7 @@ class Projector:
                 # One pipeline for the writes: sent back to back, one round trip (the opening balances'
                 # SELECT of the ledger syncs on its own); an error still fails the whole transaction.
                 with conn.pipeline():
-                    for name, module, _, _, _ in modules:
+                    for name, module, _, _ in modules:
                         if counts[name]:
                             module.write(conn, rows[name])
                     if parks:
@@ -345,10 +353,10 @@ class Projector:
                         )
             if parks:
                 self._parked_key = None  # the blocked tables are read again next batch
-            self.applied += len(events)
+            self.applied += passed
             if self.on_batch is not None:
                 self.on_batch({name: counts[name] for name in moved}, sum(p.error is not None for p in parks))
-            return len(events)
+            return passed
 
     def _write_parks(self, conn: Connection, parks: list[Park], names: Sequence[str] = ()) -> None:
         if not parks:

@@ -40,6 +40,8 @@ class Stepped:
     rulings: list[tuple[int, dict[str, Any]]]  # (index, ruling) of the accepted events that carry one
     refused: int | None = None  # the index of the first refused event
     refusal: dict[str, Any] | None = None  # its ruling
+    # with ``keep_states``: the state before each accepted event and after the last one
+    states: list[Any] | None = None
 
 
 class Engine(Protocol):
@@ -65,7 +67,7 @@ class Engine(Protocol):
 
     def step(self, state: Any, event: Event) -> Verdict: ...
 
-    def step_batch(self, state: Any, events: Sequence[Event]) -> Stepped: ...
+    def step_batch(self, state: Any, events: Sequence[Event], keep_states: bool = False) -> Stepped: ...
 
     def encode_state(self, state: Any) -> bytes: ...
 
@@ -123,11 +125,13 @@ class DomainEngine:
         new_state, ruling, accepted = self._engine.step(state, event)
         return Verdict(new_state, bool(accepted), ruling_json(ruling) if ruling is not None else None)
 
-    def step_batch(self, state: Any, events: Sequence[Event]) -> Stepped:
+    def step_batch(self, state: Any, events: Sequence[Event], keep_states: bool = False) -> Stepped:
         """:meth:`step` over a batch, stopping at the first refused event; no per-event ``Verdict``
-        (the append path's hot loop: 100 events a request)."""
+        (the append path's hot loop: 100 events a request). ``keep_states``: also every state on
+        the way (``Stepped.states``: n + 1 of them), for the facts (``services.store.batch``)."""
         step = self._engine.step
         rulings: list[tuple[int, dict[str, Any]]] = []
+        states: list[Any] | None = [state] if keep_states else None
         for i, event in enumerate(events):
             new_state, ruling, accepted = step(state, event)
             if not accepted:
@@ -135,7 +139,9 @@ class DomainEngine:
             if ruling is not None:
                 rulings.append((i, ruling_json(ruling)))
             state = new_state
-        return Stepped(state, rulings)
+            if states is not None:
+                states.append(state)
+        return Stepped(state, rulings, states=states)
 
     def encode_state(self, state: Any) -> bytes:
         return bytes(self._engine.encode_state(state))

@@ -13,7 +13,7 @@
    ``KWX_TEST_CITUS_WORKERS`` naming the workers; ``tests/conftest.py`` then makes every database
    it creates a Citus database (:class:`CitusDatabases`: the database and ``CREATE EXTENSION citus``
    on every node — ``CREATE DATABASE`` is not propagated — then the coordinator's host and both
-   workers added from inside it), so the migrations distribute the tables (0012);
+   workers added from inside it), so the migrations distribute the tables (0013);
 4. stops the servers (their logs stay in ``.kwx-citus/nodes/*.log``) and exits with pytest's status.
 
 ``python -m tests.citus_cluster start`` starts the cluster and prints the environment to export

@@ -3,12 +3,12 @@
 Not collected by ``make test`` (the name does not start with ``test_``): ``make test-citus`` names
 this file. Run on a plain PostgreSQL, every test here fails and says why — it never skips.
 
-What is checked: the layout migration 0012 makes (per-table tables distributed on ``table_id``,
+What is checked: the layout migration 0013 makes (per-table tables distributed on ``table_id``,
 co-located, over both workers; ``api_keys`` a reference table); that an append commits on its
 table's one worker with a plain ``COMMIT`` — one-phase commit, which the log's fence relies on
 (docs/SCALING.md) — while the single-node statement would go through ``PREPARE TRANSACTION``;
 that the fence's xmin is the coordinator's; a tailing reader over tables on both workers seeing
-every event once, in each table's order; and 0012 down and up on the cluster with rows in it.
+every event once, in each table's order; and 0013 down and up on the cluster with rows in it.
 """
 
 from __future__ import annotations
@@ -285,8 +285,8 @@ def test_writers_on_both_workers_and_a_tailing_reader_see_every_event_once_in_or
         assert versions == sorted(versions)
 
 
-def test_0012_down_and_up_on_the_cluster_keeps_the_rows(pg_cluster: Any, container: Any) -> None:
-    url = pg_cluster.create_database("kwx_citus_0012")
+def test_0013_down_and_up_on_the_cluster_keeps_the_rows(pg_cluster: Any, container: Any) -> None:
+    url = pg_cluster.create_database("kwx_citus_0013")
     migrate.upgrade(url)
     from services.db import make_pool
 
@@ -323,7 +323,7 @@ def test_0012_down_and_up_on_the_cluster_keeps_the_rows(pg_cluster: Any, contain
 
     up = layout()
     assert up[0] == DISTRIBUTED | {"api_keys"} and "events_notify" not in up[1] and up[3] == 8
-    migrate.downgrade(url, revision="0011")
+    migrate.downgrade(url, revision="0012")
     dist, triggers, names, count, identity = layout()
     assert dist == set()  # every table local on the coordinator again
     assert triggers == {"events_immutable", "events_no_truncate", "events_notify"}

@@ -10,7 +10,9 @@ offline (services/store/export.py).
 * ``GET /v1/tables/{id}/hands/{n}/report?lang=zh|en``: the hand's events with their hashes, its
   settlement with each multiplier's derivation and each transfer (services/api/read.py's), the
   reported-vs-computed difference, the rulings, 漏胡 and kong chains of the hand
-  (projections/audit.py's), the table's head hash.
+  (projections/hand_audit.py's: the hand's audit), the table's head hash. It folds the hand only,
+  from its snapshot (projections/hand_reads.py, the read the hand's settlement, audit and timeline
+  fold), not the table from event 1; the same bytes either way (tests/projections/test_hand_reads.py).
 
 Roles: ``platform`` and ``support`` export their own tenant's tables (a platform can read every
 event already: ``GET …/events``); the report is ``support``'s, as the audit is. Another tenant's
@@ -189,24 +191,34 @@ def hand_report(
 ) -> Response:
     """Support keys only. Everything an agent sends a player about one hand, with each event's chain
     hash and the table's head hash so the player can check it (docs/verify.md)."""
-    from projections import audit, replay
+    from domain.events import SettlementReported, decode
+    from projections import hand_audit
     from services.api import read
+    from services.api.hand_reads import hand_events
     from services.db import reading
     from services.store import chain
+    from services.store.hand_span import reports_after
 
-    head, (first, last) = _hand_of(container, principal, table_id, hand, "support")
+    head = read.table_of(container, principal, table_id, "support")
     tenant = principal.tenant
-    # The audit's entries of the hand (rulings, 漏胡, kong chains, wall) from the events up to its
-    # end; the settlement and every report of the hand (a settlement_reported may come after the
-    # next hand started) from the table's state at its head: the latest snapshot, then the events
-    # after it (projections/replay.py, as /state reads it).
-    stored = read._events(container, tenant, table_id, last)
-    events = [e for _, e, _, _ in stored]
-    by_version = {v: e for v, e, _, _ in stored}
-    whole = audit.build(container.engine, table_id, events, [(v, r) for v, _, r, _ in stored],
-                        {}, language)  # fmt: skip
-    snap = reading(container.pool, lambda c: replay.latest_snapshot(c, tenant, table_id, head.version))
-    state, _ = replay.state_at(snap, container.store, container.engine, tenant, table_id, head.version)
+    # The hand's events from its snapshot (projections/hand_reads.py, as its settlement, audit and
+    # timeline read them): the audit's entries of the hand (rulings, 漏胡, kong chains, wall) and
+    # its settlement from that one fold (projections/hand_audit.py); the reports of the hand made
+    # after its last event (a settlement_reported may come after the next hand started) read apart.
+    got = hand_events(container, tenant, table_id, hand, head.version)
+    if got.first is None:
+        raise NotFound(f"table {table_id!r} has no hand {hand}")
+    first, last = got.first, got.last
+    late: list[Any] = []
+    if last < head.version:
+        stored = reading(container.pool, lambda c: reports_after(c, tenant, table_id, last, hand))
+        for version, text in stored:
+            event = decode(text)
+            if isinstance(event, SettlementReported):
+                late.append(hand_audit.reported_of(version, event))
+    state, whole = hand_audit.fold_hand(container.engine, table_id, got, late, {}, head.version, language)
+    by_version = {v: e for v, e, _ in got.events}
+    ruling_of = {v: r for v, _, r in got.events}
     settled = read._find(state.settlements, hand)
     settlement = read._derivation(settled, by_version, state.rulings) if settled is not None else None
 
@@ -219,17 +231,16 @@ def hand_report(
         computed = chain.link(computed, canonical)
         verified = verified and computed == stored_hash
         ev = by_version[version]
-        ruling = stored[version - 1][2]
+        ruling = ruling_of[version]
         rows.append({
             "version": version, "type": type(ev).__struct_config__.tag, "id": ev.id,
             "event": msgspec.Raw(canonical), "previous": previous.hex(), "hash": stored_hash.hex(),
             "ruling": ruling, "line": _line(ev, whole["players"], ruling, language),
         })  # fmt: skip
         previous = stored_hash
-    reported = [
+    reported = [  # the audit's own comparison: every report of the hand against its settlement
         dict(s, difference={k: s["net_reported"].get(k, 0) - v for k, v in s["net_computed"].items()})
-        for s in audit._settlement_checks(state, language)  # the audit's own comparison, at the head
-        if s["hand"] == hand
+        for s in whole["settlements"]
     ]
     net = settled.net if settled is not None else None
     body = {
@@ -249,10 +260,10 @@ def hand_report(
         "events": rows,
         "settlement": settlement,
         "reported": reported,
-        "rulings": [r for r in whole["rulings"] if r["hand"] == hand],
-        "lou_hu": [x for x in whole["lou_hu"] if x["hand"] == hand],
-        "kong_chains": [c for c in whole["kong_chains"] if c["hand"] == hand],
-        "wall": next((w for w in whole["walls"] if w["hand"] == hand), None),
+        "rulings": whole["rulings"],
+        "lou_hu": whole["lou_hu"],
+        "kong_chains": whole["kong_chains"],
+        "wall": whole["walls"][0] if whole["walls"] else None,
     }  # fmt: skip
     return Response(
         _encoder.encode(body),

@@ -82,9 +82,7 @@ async def hand_audit(
             event = decode(body)
             if isinstance(event, SettlementReported):
                 reported.append(hand_audit.reported_of(version, event))
-        return hand_audit.build_hand(
-            container.engine, table_id, got, reported, chain, head.version, language
-        )
+        return hand_audit.build_hand(container.engine, table_id, got, reported, chain, head.version, language)
 
     body = await run_in_threadpool(build)
     return Response(

@@ -172,7 +172,8 @@ def _rules_override(request: Request, preset: str | None) -> dict[str, Any] | No
             options[key] = raw  # a bare word: "full", "both_pay", …
         except RecursionError:
             raise BadRules(
-                f"rule option {key}: nested too deeply", field=f"query.{key}",
+                f"rule option {key}: nested too deeply",
+                field=f"query.{key}",
                 message_zh=f"规则选项{key}嵌套过深",
             ) from None
     if preset is None and not options:

@@ -61,14 +61,19 @@ _APPEND_ERRORS = schemas.error_responses(400, 401, 403, 408, 409, 413, 415, 422,
             "content": {
                 "application/json": {"schema": schemas.AppendRequest.model_json_schema()},
                 "application/x-ndjson": {
-                    "schema": {"type": "string", "description": "one event object per line (blank lines "
-                               "are skipped); `expected_version` in the query; an error names its `line`"},
+                    "schema": {
+                        "type": "string",
+                        "description": "one event object per line (blank lines "
+                        "are skipped); `expected_version` in the query; an error names its `line`",
+                    },
                 },
             },
         },
         "parameters": [
             {
-                "name": "expected_version", "in": "query", "required": False,
+                "name": "expected_version",
+                "in": "query",
+                "required": False,
                 "schema": {"type": "integer", "minimum": 0, "maximum": MAX_VERSION},
                 "description": "with an application/x-ndjson body only: the table's version this batch "
                 "follows (as `expected_version` in a JSON body)",

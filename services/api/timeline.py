@@ -5,10 +5,12 @@ Support keys only: the lines show every draw, i.e. tiles no seat view shows (a p
 ``/state?seat=S`` instead). Tenants as every read: another tenant's table is the same 404 as a
 missing one.
 
-A hand's read costs what the hand costs: the fold starts from the hand's own snapshot (the state
-right after its ``hand_started``, read model ``snapshots``) and reads only the hand's events; with
-no usable snapshot (the projector behind, an engine change) it folds from event 1. When a hand
-number was dealt again after ``hand_aborted``, the timeline is of the last deal of that number.
+A hand's read costs what the hand costs: the hand's events are the one read the settlement and
+the hand's audit fold too (``services.api.hand_reads.hand_events``, projections/hand_reads.py):
+from the hand's own snapshot (the state right after its ``hand_started``, read model
+``snapshots``) to the event before the next hand's; with no usable snapshot (the projector
+behind, an engine change) from an earlier hand's or from event 1. An aborted hand n is the voided
+deal; its re-deal is hand n+1 (hand numbers are consecutive).
 """
 
 from __future__ import annotations
@@ -19,12 +21,11 @@ import msgspec
 from fastapi import APIRouter, Depends, Path, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.events import HandStarted, TableClosed, decode
 from services.api import schemas
 from services.api.deps import TableId, get_container, get_principal, read_lang
+from services.api.hand_reads import hand_events
 from services.api.read import table_of
 from services.bootstrap import Container
-from services.db import reading
 from services.errors import NotFound
 from services.store.keys import Principal
 
@@ -69,7 +70,10 @@ class Timeline(BaseModel):
     end: str | None = Field(description="hu / exhausted / aborted; null: still being played")
     lines: list[Line]
     lou_hu: list[LouHuSummary]
-    folded_from: int = Field(description="the snapshot's version the fold started from (0: event 1)")
+    folded_from: int = Field(
+        description="the version of the snapshot the fold started from: the hand's own hand_started, "
+        "an earlier hand's when its snapshot is missing, 0: event 1"
+    )
 
 
 router = APIRouter(
@@ -78,62 +82,6 @@ router = APIRouter(
     responses=schemas.error_responses(401, 403, 404, 422, 429, 431, 503),  # type: ignore[arg-type]
 )
 _encoder = msgspec.json.Encoder()
-_PAGE = 200
-
-
-def _rows(container: Container, tenant: str, table_id: str, after: int, upto: int) -> list[Any]:
-    page = container.store.read_table(tenant, table_id, after, min(_PAGE, upto - after))
-    return [(r.version, decode(r.body), msgspec.json.decode(r.ruling) if r.ruling else None) for r in page]
-
-
-def hand_events(
-    container: Container, tenant: str, table_id: str, hand: int, head: int
-) -> tuple[Any, Any, list[Any], int]:
-    """(state right after the hand's ``hand_started``, that event as (version, event, ruling), the
-    hand's later events, the version the fold started from)."""
-    engine = container.engine
-    from projections import hand_snapshot
-
-    snap = reading(container.pool, lambda conn: hand_snapshot.of_hand(conn, tenant, table_id, hand))
-    state, first, start = None, None, 0
-    if snap is not None:
-        try:
-            state = engine.decode_state(snap[1])
-        except Exception:  # a snapshot of an older engine: fold from the start instead
-            state = None
-        if state is not None:
-            got = _rows(container, tenant, table_id, snap[0] - 1, snap[0])
-            if got and isinstance(got[0][1], HandStarted) and got[0][1].hand == hand:
-                first, start = got[0], snap[0]
-    if first is None:  # fold from event 1 up to the last deal of this hand number
-        state, first, start = engine.initial(), None, 0
-        found: Any = None
-        after = 0
-        folded = engine.initial()
-        while after < head:
-            page = _rows(container, tenant, table_id, after, head)
-            if not page:
-                break
-            for item in page:
-                folded = engine.replay(folded, item[1])
-                if isinstance(item[1], HandStarted) and item[1].hand == hand:
-                    found = (item, folded)
-            after = page[-1][0]
-        if found is None:
-            raise NotFound(f"no hand {hand} of {table_id!r}")
-        first, state = found
-    rest: list[Any] = []
-    after = first[0]
-    while after < head:
-        page = _rows(container, tenant, table_id, after, head)
-        if not page:
-            break
-        for item in page:
-            if isinstance(item[1], HandStarted | TableClosed):
-                return state, first, rest, start
-            rest.append(item)
-        after = page[-1][0]
-    return state, first, rest, start
 
 
 @router.get(
@@ -159,7 +107,10 @@ def hand_timeline(
     head = table_of(container, principal, table_id, "support")
     from projections import timeline
 
-    state, first, rest, start = hand_events(container, principal.tenant, table_id, hand, head.version)
+    got = hand_events(container, principal.tenant, table_id, hand, head.version)
+    if got.first is None:
+        raise NotFound(f"no hand {hand} of {table_id!r}")
+    state, first, rest = got.opening(container.engine)
     body = timeline.render(container.engine, state, first, rest, lang)
-    body = {"table_id": table_id, **body, "folded_from": start}
+    body = {"table_id": table_id, **body, "folded_from": got.start}
     return Response(_encoder.encode(body), media_type="application/json")

@@ -21,6 +21,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,10 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     rebuild = sub.add_parser("rebuild", help="rebuild read models from position 0")
     rebuild.add_argument(
+        "--refold", action="store_true", help="fold every event again, not taking the facts stored with it"
+    )
+    rebuild.add_argument(
         "names",
         nargs="*",
         metavar="NAME",
-        help="hand_settlements, ledger, player_stats, discrepancies, snapshots (default: all)",
+        help="hand_settlements, ledger, player_stats, discrepancies, snapshots, discovery, feed (all)",
     )
     sub.add_parser("status", help="checkpoints, parked events and staleness of the read models")
     retry = sub.add_parser("retry", help="apply parked events again, in order (after a fix)")
@@ -58,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     container = bootstrap(settings, url=command_database(settings, "projections", init=args.init))
     try:
-        projector = Projector(container.pool, container.store)
+        refold = getattr(args, "refold", False)
+        projector = Projector(container.pool, container.store, **({"judge": None} if refold else {}))
         if args.action == "follow":
             return _follow(projector, container.database_url)
         if args.action == "status":
@@ -79,12 +84,40 @@ def run(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         events = projector.rebuild(names)
         seconds = time.perf_counter() - started
-        print(json.dumps({"rebuilt": list(names), "events": events, "seconds": round(seconds, 3),
-                          "events_per_second": round(events / seconds) if seconds else None,
-                          "refolds": projector.refolds}))  # fmt: skip
+        print(json.dumps(_rebuilt(container.pool, projector, names, events, seconds)))
         return 0
     finally:
         container.close()
+
+
+def _rebuilt(
+    pool: Any, projector: Any, names: tuple[str, ...], events: int, seconds: float
+) -> dict[str, Any]:
+    """What a rebuild did, truthfully beside a running service: the events this run applied
+    (``events``: how many it passed over in the log; ``from_stored_facts`` of them had facts judged
+    by this build, ``folded`` were folded here), what each model's checkpoint counts since the reset
+    (``applied``: this run's plus what a running service's projector took meanwhile, under the
+    same lock), how many events the log holds and how many are still after each checkpoint."""
+    from projections.log import fence
+
+    with pool.connection() as conn:
+        stored = int(conn.execute(f"SELECT count(*) FROM events e WHERE {fence('e')}").fetchone()[0])
+        counted = dict(
+            conn.execute(
+                "SELECT name, events FROM projection_checkpoints WHERE name = ANY(%s)", (list(names),)
+            ).fetchall()
+        )
+    behind = {
+        line["projection"]: line["behind"] for line in projector.status() if line["projection"] in names
+    }
+    models = {n: {"applied": int(counted.get(n, 0)), "behind": int(behind.get(n, 0))} for n in names}
+    by_others = max((m["applied"] for m in models.values()), default=0) - events
+    return {
+        "rebuilt": list(names), "events": events, "by_running_service": max(0, by_others),
+        "stored": stored, "models": models,
+        "from_stored_facts": projector.stored_facts, "folded": projector.folded, "refolds": projector.refolds,
+        "seconds": round(seconds, 3), "events_per_second": round(events / seconds) if seconds else None,
+    }  # fmt: skip
 
 
 def _follow(projector: object, conninfo: str) -> int:

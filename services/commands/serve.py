@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     from services.api.app import create_app
     from services.bootstrap import bootstrap
+
     grace = settings.shutdown_grace
     workers = args.workers or settings.serving_workers()
     if workers > 1 and settings.projector == "thread":

@@ -9,6 +9,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from projections.derive import FactCtx
+
 
 @dataclass(frozen=True, slots=True)
 class Tip:
@@ -19,6 +21,7 @@ class Tip:
     state: Any
     last_hash: bytes
     snapshot_version: int
+    ctx: FactCtx | None = None  # what fact-finding needs beyond the state (None: not known)
 
 
 Key = tuple[str, str]

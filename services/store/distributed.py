@@ -28,8 +28,8 @@ _ON_CITUS: weakref.WeakKeyDictionary[object, bool] = weakref.WeakKeyDictionary()
 
 _ASK = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
 
-COLUMNS = "(tenant, table_id, version, event_id, type, body, ruling, hash)"
-_ROW = "(%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s)"
+COLUMNS = "(tenant, table_id, version, event_id, type, body, ruling, hash, facts, judge)"
+_ROW = "(%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s::bytea, %s::integer)"
 
 
 def on_citus(pool: ConnectionPool | AsyncConnectionPool, conn: psycopg.Connection[Any]) -> bool:

@@ -93,7 +93,7 @@ class EventStore:
         a failed guess without one, the head as stored — unless it is where the guess was (then the
         batch itself is the problem: the locking path says why)."""
         cached = self.cache.peek((tenant, table_id))
-        guess = fast.guess(self.engine, table_id, cached, expected_version)
+        guess = fast.guess(self.engine, tenant, table_id, cached, expected_version)
         if guess is not None:
             yield guess
             if expected_version is None:  # the cached tip was behind (another worker appended)
@@ -121,7 +121,9 @@ class EventStore:
         table is (or that it is new), for a caller that runs the statement itself
         (``fast.AsyncFastPath``, on an async connection). None: no such guess — call
         :meth:`append`. Run the plan, then hand the row count to :meth:`finish_fast`."""
-        guess = fast.guess(self.engine, table_id, self.cache.peek((tenant, table_id)), expected_version)
+        guess = fast.guess(
+            self.engine, tenant, table_id, self.cache.peek((tenant, table_id)), expected_version
+        )
         if guess is None:
             return None  # nothing prepared: append does it
         events, canon = batches.prepare(self.engine, events)

@@ -25,6 +25,8 @@ from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from domain.events import Event
+from projections import stored_facts
+from projections.derive import FactCtx
 from services import tracing
 from services.db import RetryIfLost
 from services.engine_adapter import Engine
@@ -43,9 +45,9 @@ log = get_logger("kwx.api")
 
 # A table's first batch: create the head with the batch's outcome; 0 rows if the table exists.
 _CREATE_HEAD = """
-    INSERT INTO table_heads (table_id, tenant, version, last_hash, snapshot, snapshot_version)
+    INSERT INTO table_heads (table_id, tenant, version, last_hash, snapshot, snapshot_version, fact_ctx)
     VALUES (%(t)s, %(tenant)s, %(new)s, %(hash)s, %(snap)s::bytea,
-            CASE WHEN %(snap)s::bytea IS NULL THEN 0 ELSE %(new)s END)
+            CASE WHEN %(snap)s::bytea IS NULL THEN 0 ELSE %(new)s END, %(fctx)b::bytea)
     ON CONFLICT (tenant, table_id) DO NOTHING
     RETURNING 1
 """
@@ -56,16 +58,19 @@ _MOVE_HEAD = """
     UPDATE table_heads
        SET version = %(new)s, last_hash = %(hash)s, updated_at = now(),
            snapshot = CASE WHEN %(snap)s::bytea IS NULL THEN snapshot ELSE %(snap)s::bytea END,
-           snapshot_version = CASE WHEN %(snap)s::bytea IS NULL THEN snapshot_version ELSE %(new)s END
+           snapshot_version = CASE WHEN %(snap)s::bytea IS NULL THEN snapshot_version ELSE %(new)s END,
+           fact_ctx = CASE WHEN %(snap)s::bytea IS NULL THEN fact_ctx ELSE %(fctx)b::bytea END
      WHERE tenant = %(tenant)s AND table_id = %(t)s AND version = %(old)s
     RETURNING 1
 """
 
 _INSERT = """
-INSERT INTO events (tenant, table_id, version, event_id, type, body, ruling, hash)
+INSERT INTO events (tenant, table_id, version, event_id, type, body, ruling, hash, facts, judge)
 SELECT %(tenant)s, %(t)s, %(old)s + e.i, e.body ->> 'id', e.body ->> 'type', e.body,
        NULLIF(%(rulings)s::jsonb -> (e.i - 1)::int, 'null'::jsonb),
-       substring(%(hashes)s::bytea FROM ((e.i - 1) * 32 + 1)::int FOR 32)
+       substring(%(hashes)s::bytea FROM ((e.i - 1) * 32 + 1)::int FOR 32),
+       (%(facts)b::bytea[])[array_position(%(facts_at)s::integer[], e.i::integer)],
+       CASE WHEN e.i = ANY(%(unknown)s::integer[]) THEN NULL ELSE %(judge)s::integer END
   FROM head, jsonb_array_elements(%(bodies)s::jsonb) WITH ORDINALITY AS e(body, i)
  ORDER BY e.i
 """
@@ -89,14 +94,16 @@ class FastPlan:
 
 
 def guess(
-    engine: Engine, table_id: str, tip: Tip | None, expected_version: int | None
+    engine: Engine, tenant: str, table_id: str, tip: Tip | None, expected_version: int | None
 ) -> tuple[Tip, bool] | None:
     """Where this process's cached ``tip`` of the table says it is, as (tip, the table is new);
     None when it can't say (not cached and not new, behind ``expected_version``)."""
     if tip is not None and expected_version in (None, tip.version):
         return tip, False
     if tip is None and expected_version in (None, 0):
-        return Tip(0, engine.initial(), chain.genesis(table_id), 0), True
+        return Tip(
+            0, engine.initial(), chain.genesis(table_id), 0, FactCtx(table_id=table_id, tenant=tenant)
+        ), True
     return None
 
 
@@ -118,18 +125,25 @@ def plan(
     inserted, for a new table); None if the batch is illegal from there (re-checked under the lock,
     where a replay is recognised too)."""
     try:
-        batch = batches.step(engine, tip.version, tip.last_hash, tip.state, events, canon)
+        batch = batches.step(engine, tip.version, tip.last_hash, tip.state, events, canon, tip.ctx)
     except IllegalEvent:
         return None
-    snapshot = None
+    snapshot = fact_ctx = None
     if batch.version - tip.snapshot_version >= snapshot_every:
         snapshot = engine.encode_state(batch.state)
+        fact_ctx = stored_facts.encode_ctx(batch.ctx) if batch.ctx is not None else None
+    # The facts travel as the few that there are, with their 1-based indexes in the batch.
+    facts = facts_at = None
+    if batch.facts:
+        found = [(i, f) for i, f in enumerate(batch.facts, start=1) if f is not None]
+        facts_at, facts = [i for i, _ in found], [f for _, f in found]
     # The batch travels as three values, not 7 arrays of 100: the canonical bodies as one JSON
     # array (id and type are read back from them), the rulings as one JSON array (or NULL), and
     # the 32-byte hashes concatenated.
     params = {
         "t": table_id, "tenant": tenant, "old": tip.version, "new": batch.version,
-        "hash": batch.last_hash, "snap": snapshot,
+        "hash": batch.last_hash, "snap": snapshot, "fctx": fact_ctx,
+        "facts": facts, "facts_at": facts_at, "judge": batch.judge, "unknown": batch.unknown,
         "bodies": (b"[" + b",".join(batch.canon) + b"]").decode(),
         "rulings": _json_array(batch.ruling_texts) if batch.ruling_texts else None,
         "hashes": b"".join(batch.hashes),
@@ -196,7 +210,10 @@ def finish(cache: StateCache, plan: FastPlan, inserted: int) -> AppendResult | N
         cache.drop(key)
         return None
     snapshot_version = batch.version if plan.snapshot else tip.snapshot_version
-    cache.put(key, Tip(batch.version, batch.state, batch.last_hash, snapshot_version))
+    if batch.ctx is None:  # facts not found (services.store.batch._find_facts): the next append refolds
+        cache.drop(key)
+    else:
+        cache.put(key, Tip(batch.version, batch.state, batch.last_hash, snapshot_version, batch.ctx))
     return AppendResult(plan.table_id, batch.version, tip.version + 1, plan.count, batch.rulings)
 
 

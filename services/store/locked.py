@@ -20,6 +20,7 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool
 
 from domain.events import Event
+from projections import stored_facts
 from services.db import fetch
 from services.engine_adapter import Engine
 from services.errors import IdConflict, IllegalEvent, VersionConflict
@@ -32,7 +33,7 @@ from services.store.schema import events as ev
 from services.store.schema import table_heads as heads
 from services.store.state import state_at
 
-COPY = "COPY events (tenant, table_id, version, event_id, type, body, ruling, hash) FROM STDIN"
+COPY = "COPY events (tenant, table_id, version, event_id, type, body, ruling, hash, facts, judge) FROM STDIN"
 
 
 def append(
@@ -99,9 +100,9 @@ def _append_tx(
         raise VersionConflict(
             f"expected version {expected}, the table is at {head.version}", current_version=head.version
         )
-    state = state_at(conn, engine, cache, head)
+    state, ctx = state_at(conn, engine, cache, head)
     try:
-        batch = batches.step(engine, head.version, head.last_hash, state, events, canon)
+        batch = batches.step(engine, head.version, head.last_hash, state, events, canon, ctx)
     except IllegalEvent:
         found = replay(conn, tenant, table_id, events, canon)
         if found is not None:
@@ -118,12 +119,13 @@ def _append_tx(
         snapshot_version = batch.version
         conn.execute(
             "UPDATE table_heads SET version = %s, last_hash = %s, snapshot = %s, snapshot_version = %s, "
-            "updated_at = now() WHERE tenant = %s AND table_id = %s",
+            "fact_ctx = %s, updated_at = now() WHERE tenant = %s AND table_id = %s",
             (
                 batch.version,
                 batch.last_hash,
                 engine.encode_state(batch.state),
                 batch.version,
+                stored_facts.encode_ctx(batch.ctx) if batch.ctx is not None else None,
                 tenant,
                 table_id,
             ),
@@ -135,7 +137,7 @@ def _append_tx(
             (batch.version, batch.last_hash, tenant, table_id),
         )
     result = AppendResult(table_id, batch.version, head.version + 1, len(events), batch.rulings)
-    return result, Tip(batch.version, batch.state, batch.last_hash, snapshot_version)
+    return result, Tip(batch.version, batch.state, batch.last_hash, snapshot_version, batch.ctx)
 
 
 def lock_head(conn: psycopg.Connection[Any], tenant: str, table_id: str) -> Head | None:

@@ -19,6 +19,7 @@ table_heads = sa.Table(
     sa.Column("last_hash", BYTEA, nullable=False),
     sa.Column("snapshot", BYTEA),
     sa.Column("snapshot_version", sa.BigInteger, nullable=False),
+    sa.Column("fact_ctx", BYTEA),  # the fact context at the snapshot (projections.stored_facts)
     sa.Column("created_at", sa.DateTime(timezone=True)),
     sa.Column("updated_at", sa.DateTime(timezone=True)),
 )
@@ -37,6 +38,8 @@ events = sa.Table(
     sa.Column("tx_id", sa.Text),  # xid8; read as text (::text) and turned into an int
     sa.Column("ruling", JSONB),
     sa.Column("hash", BYTEA, nullable=False),
+    sa.Column("facts", BYTEA),  # the facts the append found (projections.stored_facts), NULL: none
+    sa.Column("judge", sa.Integer),  # who found them (stored_facts.JUDGE); NULL: stored before 0012
 )
 
 api_keys = sa.Table(

@@ -6,12 +6,22 @@ temp dir), on a simulated 200-hand table and an 8-hand one:
 
 * the floor: ``GET /v1/health`` measured in the same run (what any request costs here);
 * p50 / p99 of the settlement and the hand's audit of an early, a middle and a late hand of the
-  200-hand table — goal ≤ 20 ms p99 (the goal is for the read; the floor is printed beside it);
+  200-hand table, and of the settlement, the audit, the timeline and the report of a random hand
+  (another each request: "any hand") — goal ≤ 20 ms p99 (the goal is for the read; the floor is
+  printed beside it); the same four against a real ``kwx serve`` (one worker) at the end;
 * hand 4 of the 8-hand table against hand 4 of the 200-hand table: the ratio (≈ 1: the table's
   length no longer counts);
 * before: the same settlement on copies of both tables whose snapshot rows are deleted (the fold
   then runs from event 1 to the table's end: what every settlement cost before), and the
   table's ``/audit`` (still the whole table).
+
+The dispute report (``…/hands/{n}/report``) is measured beside them: it folds the hand from its
+snapshot too (services/api/export.py), and its fold from event 1 on the copy without snapshots.
+As in ``kwx serve``'s workers, the projector is not a thread of the measuring process (the bench
+projects the tables itself, then the app's own projector is off) and the collector is settled
+(``services.heap.settle``) before the reads; each line counts the full collections (generation 2)
+that fell inside it. A plain process's collector traverses the ≈ 150,000 objects of start-up in
+each of them (40–170 ms here): that was the p99 of issue 13's first measures.
 
 Run: ``.venv/bin/python -m tests.bench hand_reads``. ``KWX_BENCH_HAND_READS_N`` (200) requests per
 line; ``KWX_BENCH_HAND_READS_HANDS`` (200) hands on the long table.
@@ -19,6 +29,7 @@ line; ``KWX_BENCH_HAND_READS_HANDS`` (200) hands on the long table.
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import shutil
@@ -37,6 +48,18 @@ GOAL_MS = 20.0
 
 
 _CPU: dict[int, list[float]] = {}  # id of a list of wall times -> this process's CPU ms per request
+_FULL: dict[int, list[float]] = {}  # id of a list of wall times -> ms of each full collection in it
+_GC: list[float] = []
+_STARTED = [0.0]
+
+
+def _collector(phase: str, info: dict[str, Any]) -> None:
+    if info["generation"] != 2:
+        return
+    if phase == "start":
+        _STARTED[0] = time.perf_counter()
+    else:
+        _GC.append((time.perf_counter() - _STARTED[0]) * 1000)
 
 
 def _ms(fn: Callable[[], Any], n: int = N) -> list[float]:
@@ -44,12 +67,14 @@ def _ms(fn: Callable[[], Any], n: int = N) -> list[float]:
     other work on the machine stretches the wall time, hardly the CPU time)."""
     fn()  # warm (imports, the pool's first connection)
     out, cpu = [], []
+    _GC.clear()
     for _ in range(n):
         started, cpu_started = time.perf_counter(), time.process_time()
         fn()
         out.append((time.perf_counter() - started) * 1000)
         cpu.append((time.process_time() - cpu_started) * 1000)
     _CPU[id(out)] = cpu
+    _FULL[id(out)] = list(_GC)
     return out
 
 
@@ -63,7 +88,10 @@ def _line(name: str, times: list[float], floor: float | None = None, goal: bool 
     if goal:
         extra += f"  goal ≤ {GOAL_MS:.0f} ms: {'met' if p99 <= GOAL_MS else 'MISSED'}"
     cpu = _CPU.get(id(times))
-    used = f"  cpu p50 {statistics.median(cpu):6.2f} ms" if cpu else ""
+    used = f"  cpu p50 {statistics.median(cpu):6.2f} p99 {_p99(cpu):6.2f} ms" if cpu else ""
+    full = _FULL.get(id(times))
+    if full:
+        used += f"  {len(full)} full gc (max {max(full):.0f} ms)"
     wall = f"p50 {statistics.median(times):7.2f} ms  p99 {p99:7.2f} ms ({len(times)})"
     print(f"  {name:42} {wall}{used}{extra}")
 
@@ -88,6 +116,33 @@ def _get(client: Any, url: str, headers: dict[str, str]) -> Callable[[], Any]:
     return call
 
 
+def _served(url: str, support: dict[str, str]) -> None:
+    """The same reads of a random hand against a real ``kwx serve`` (one worker, as it settles its
+    collector; the projector off: the snapshots are there) over one keep-alive client."""
+    import httpx
+
+    from tests.bench.bench_ingest import start_server, stop
+
+    proc, base = start_server(url, "off", 1)
+    try:
+        with httpx.Client(base_url=base, timeout=60) as client:
+            print(f"kwx serve (one worker), a random hand of the {LONG}-hand table each request:")
+            floor = _ms(_get(client, "/v1/health", {}))
+            _CPU.pop(id(floor))  # this process is only the client here: its CPU says nothing
+            _line("floor: GET /v1/health", floor)
+            pick = random.Random(23)
+            for read in ("settlement", "audit", "timeline", "report"):
+
+                def any_hand(read: str = read) -> Any:
+                    return _get(client, f"/v1/tables/long/hands/{pick.randint(1, LONG)}/{read}", support)()
+
+                times = _ms(any_hand)
+                _CPU.pop(id(times))
+                _line(f"{read}, a random hand", times, _p99(floor), goal=True)
+    finally:
+        stop(proc)
+
+
 def run() -> None:
     warnings.filterwarnings("ignore", module="platformdirs")
     from fastapi.testclient import TestClient
@@ -95,6 +150,7 @@ def run() -> None:
     from domain import engine
     from domain.simulate import simulate_table
     from projections.projector import Projector
+    from services import heap
     from services.api.app import create_app
     from services.bootstrap import bootstrap
     from services.db import ensure_database, start_embedded
@@ -116,31 +172,54 @@ def run() -> None:
         _append(container, "bench", "whole-short", short)
         print(f"tables: long {LONG} hands ({n_long} events), short {SHORT} hands ({n_short} events)")
         support = {"Authorization": f"Bearer {container.keys.create('bench', 'support')}"}
+        # The snapshots projected here; copies of both tables without snapshot rows measure the
+        # fold from event 1 (what every settlement and report did). The app's projector is not a
+        # thread of this process (kwx serve runs it in a child process).
+        Projector(container.pool, container.store, engine).catch_up()
+        with container.pool.connection() as conn:
+            conn.execute("DELETE FROM proj_table_snapshots WHERE table_id LIKE 'whole-%'")
+        container.projector_background = False
         app = create_app(container=container)
         with TestClient(app) as client:
+            for read in ("report", "audit", "settlement", "timeline"):  # the routes' own imports first
+                client.get(f"/v1/tables/long/hands/2/{read}", headers=support)
+            heap.settle()  # as kwx serve settles each worker once the app is built
+            gc.callbacks.append(_collector)
             floor = _ms(_get(client, "/v1/health", {}))
             _line("floor: GET /v1/health", floor)
             f99 = _p99(floor)
             few = max(N // 4, 5)
-            # The app's projector writes the snapshots at once; copies of both tables without
-            # snapshot rows measure the fold from event 1 to the end (what every settlement did).
-            Projector(container.pool, container.store, engine).catch_up()
-            with container.pool.connection() as conn:
-                conn.execute("DELETE FROM proj_table_snapshots WHERE table_id LIKE 'whole-%'")
-            print("without snapshots (the fold from event 1 to the end, as every settlement was):")
-            before_long = _ms(_get(client, "/v1/tables/whole-long/hands/4/settlement", support), few)
-            before_short = _ms(_get(client, "/v1/tables/whole-short/hands/4/settlement", support), few)
-            _line(f"settlement hand 4, {SHORT}-hand table", before_short, f99)
-            _line(f"settlement hand 4, {LONG}-hand table", before_long, f99)
+            print("without snapshots (the fold from event 1 to the hand's end, a late hand of each table):")
+            before_long = _ms(
+                _get(client, f"/v1/tables/whole-long/hands/{LONG - 1}/settlement", support), few
+            )
+            before_short = _ms(
+                _get(client, f"/v1/tables/whole-short/hands/{SHORT - 1}/settlement", support), few
+            )
+            _line(f"settlement hand {SHORT - 1}, {SHORT}-hand table", before_short, f99)
+            _line(f"settlement hand {LONG - 1}, {LONG}-hand table", before_long, f99)
             print(f"  ratio {LONG}-hand / {SHORT}-hand (p50): "
                   f"{statistics.median(before_long) / statistics.median(before_short):.1f}")  # fmt: skip
             _line(f"table audit, {LONG}-hand table (whole table)",
                   _ms(_get(client, "/v1/tables/long/audit", support), few), f99)  # fmt: skip
+            report_cold = _ms(_get(client, f"/v1/tables/whole-long/hands/{LONG - 1}/report", support), few)
+            _line(f"report hand {LONG - 1}, {LONG}-hand table, fold from event 1", report_cold, f99)
             print(f"from the hand's snapshot ({LONG}-hand table):")
+            measured: dict[tuple[str, int], list[float]] = {}
             for label, hand in (("early", 2), ("middle", LONG // 2), ("late", LONG - 1)):
-                for read in ("settlement", "audit"):
-                    times = _ms(_get(client, f"/v1/tables/long/hands/{hand}/{read}", support))
+                for read in ("settlement", "audit", "report"):
+                    times = measured[read, hand] = _ms(
+                        _get(client, f"/v1/tables/long/hands/{hand}/{read}", support)
+                    )
                     _line(f"{read} hand {hand} ({label})", times, f99, goal=True)
+            pick = random.Random(17)
+            for read in ("settlement", "audit", "timeline", "report"):  # any hand: a random one a request
+
+                def any_hand(read: str = read) -> Any:
+                    hand = pick.randint(1, LONG)
+                    return _get(client, f"/v1/tables/long/hands/{hand}/{read}", support)()
+
+                _line(f"{read}, a random hand of {LONG}", _ms(any_hand), f99, goal=True)
             after_long = _ms(_get(client, "/v1/tables/long/hands/4/settlement", support))
             after_short = _ms(_get(client, "/v1/tables/short/hands/4/settlement", support))
             audit_long = _ms(_get(client, "/v1/tables/long/hands/4/audit", support))
@@ -154,10 +233,16 @@ def run() -> None:
                 print(f"  {name}: ratio {LONG}-hand / {SHORT}-hand  p50 "
                       f"{statistics.median(a) / statistics.median(b):.2f}  p99 {_p99(a) / _p99(b):.2f}"
                       "  (goal ≈ 1)")  # fmt: skip
-            print(f"  settlement hand 4 of the {LONG}-hand table: before / after (p50) "
-                  f"{statistics.median(before_long) / statistics.median(after_long):.1f}×")  # fmt: skip
+            for read, cold in (("settlement", before_long), ("report", report_cold)):
+                ratio = statistics.median(cold) / statistics.median(measured[read, LONG - 1])
+                print(f"  {read} hand {LONG - 1} of the {LONG}-hand table: from event 1 / from its snapshot "
+                      f"(p50) {ratio:.1f}×")  # fmt: skip
+        _served(url, support)
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
+        if _collector in gc.callbacks:
+            gc.callbacks.remove(_collector)
+        gc.unfreeze()
         if container is not None:
             container.close()
         server.cleanup()

@@ -253,7 +253,8 @@ def test_the_projector_works_with_a_pool_of_one_connection(private_db: tuple[Any
         tenant = "t1-" + uuid.uuid4().hex[:6]
         store.append(tenant, table, 0, events[:40])
         Projector(pool, store, engine).catch_up()
-        fresh = Projector(pool, store, engine)  # no cached context: the next event needs a refold
+        # no cached context, and stored facts not taken (judge=None): the next event needs a refold
+        fresh = Projector(pool, store, engine, judge=None)
         store.append(tenant, table, 40, events[40:])
         assert fresh.catch_up() == len(events) - 40
         assert fresh.refolds >= 1

@@ -26,15 +26,17 @@ LD = ("123456789p 2345s F", "12378p 456s CCC 99s", "44p 55p 11s 22s FFF PP")  # 
 class _ThenEngine(DomainEngine):
     """The engine a table was appended under: it recorded a rule it breaks instead of refusing it."""
 
-    def step_batch(self, state: Any, events: Sequence[Event]) -> Stepped:
+    def step_batch(self, state: Any, events: Sequence[Event], keep_states: bool = False) -> Stepped:
         rulings: list[tuple[int, dict[str, Any]]] = []
+        states = [state]
         for i, event in enumerate(events):
             ruling = domain.check(state, event)
             assert ruling is None or ruling.kind == "rule", ruling
             if ruling is not None:
                 rulings.append((i, ruling_json(ruling)))
             state = domain.evolve(state, event, ruling)
-        return Stepped(state, rulings)
+            states.append(state)
+        return Stepped(state, rulings, states=states if keep_states else None)
 
 
 def test_state_settlement_and_audit_agree_when_todays_engine_refuses_a_stored_event(

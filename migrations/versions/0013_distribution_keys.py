@@ -49,16 +49,16 @@ included; the role keeps ``LOGIN``: roles are cluster-wide and another database 
 still need it); everywhere, the read models' ``table_id`` is ``varchar(64)`` again and
 ``kwx_log_epoch()`` 0007's.
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 """
 
 from __future__ import annotations
 
 from alembic import context, op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
