@@ -151,7 +151,7 @@ def test_the_http_fast_path_on_its_async_pool_commits_in_one_phase_too(
     table, wire = "async-" + uuid.uuid4().hex[:8], legal_table(48)
     events = [convert(e) for e in relabel(wire, table)]
     prepared, canon = batches.prepare(container.engine, events[:7])
-    tip, create = fast.guess(container.engine, table, None, 0) or (None, False)
+    tip, create = fast.guess(container.engine, "acme", table, None, 0) or (None, False)
     assert tip is not None and create
     plan = fast.plan(container.engine, 50, "acme", table, tip, True, prepared, canon)
     assert plan is not None
@@ -176,7 +176,7 @@ def test_the_single_node_statement_would_take_two_phase_commit(remote: Remote, c
     table, wire = "two-phase-" + uuid.uuid4().hex[:8], legal_table(42)
     events = [convert(e) for e in relabel(wire, table)]
     prepared, canon = batches.prepare(container.engine, events[:5])
-    tip, create = fast.guess(container.engine, table, None, 0) or (None, False)
+    tip, create = fast.guess(container.engine, "acme", table, None, 0) or (None, False)
     assert tip is not None and create
     plan = fast.plan(container.engine, 50, "acme", table, tip, True, prepared, canon)
     assert plan is not None
