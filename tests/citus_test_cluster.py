@@ -539,3 +539,41 @@ def test_the_same_answers_on_one_node_and_on_the_cluster(
             on_cluster[differ[0]] + b"\n" + on_one_node[differ[0]]
         )
     assert differ == [], differ[:10]
+
+
+def test_a_new_log_epoch_moves_the_distributed_events_default(pg_cluster: Any, container: Any) -> None:
+    """``kwx_log_epoch()`` (0007) opens an epoch with ``ALTER TABLE events ALTER COLUMN epoch SET
+    DEFAULT n``: on the cluster that DDL goes to every shard, and the next appends carry the new
+    epoch, after every event of the old one in the log."""
+    from services.db import make_pool
+
+    url = pg_cluster.create_database("kwx_citus_epoch")
+    migrate.upgrade(url)
+    wire = legal_table(49)
+    table = "epoch-" + uuid.uuid4().hex[:8]
+    pool = make_pool(url, size=1, role="kwx_app")
+    try:
+        EventStore(pool, container.engine).append(
+            "acme", table, 0, [convert(e) for e in relabel(wire[:4], table)]
+        )
+    finally:
+        pool.close()
+    with psycopg.connect(url, autocommit=True) as owner:  # as if restored from another cluster
+        owner.execute("UPDATE log_epochs SET system_identifier = system_identifier + 1")
+    pool = make_pool(url, size=1, role="kwx_app")  # its connection opens epoch 2
+    try:
+        store = EventStore(pool, container.engine)
+        store.append("acme", table, 4, [convert(e) for e in relabel(wire[4:8], table)])
+        seen = [e for e in store.read_all((0, 0, 0), 1000) if e.table_id == table]
+    finally:
+        pool.close()
+    assert [(e.epoch, e.version) for e in seen] == [
+        (1, 1),
+        (1, 2),
+        (1, 3),
+        (1, 4),
+        (2, 5),
+        (2, 6),
+        (2, 7),
+        (2, 8),
+    ]

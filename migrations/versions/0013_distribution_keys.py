@@ -6,7 +6,12 @@ On every PostgreSQL:
   what was left is the column's type: ``table_id`` of the per-table read models becomes ``text``,
   the type of ``events.table_id`` (it was ``varchar(64)``; tables co-located on a column need one
   type; the API already refuses an id longer than 64). varchar → text is binary-compatible: no
-  rewrite, the indexes are kept.
+  rewrite, the indexes are kept;
+* ``kwx_log_epoch()`` (0007) reads ``max(position)`` of ``events`` into a variable before it inserts
+  the new epoch's row, instead of in a subquery of the ``INSERT``: the same on one node, and on a
+  cluster, where ``log_epochs`` is a coordinator table and ``events`` distributed, Citus refuses the
+  subquery ("subqueries are not supported within INSERT queries") — every pool connection of a
+  restored cluster failed there.
 
 Only where the ``citus`` extension is installed in the database (a Citus coordinator;
 docs/SCALING.md):
@@ -41,7 +46,8 @@ docs/SCALING.md):
 Downgrade: on Citus, every distributed and reference table goes back to a local table on the
 coordinator (``undistribute_table``, triggers set aside and created again, ``events_notify``
 included; the role keeps ``LOGIN``: roles are cluster-wide and another database of the cluster may
-still need it); everywhere, the read models' ``table_id`` is ``varchar(64)`` again.
+still need it); everywhere, the read models' ``table_id`` is ``varchar(64)`` again and
+``kwx_log_epoch()`` 0007's.
 
 Revision ID: 0013
 Revises: 0012
@@ -86,6 +92,48 @@ TRIGGER_NAMES = {
     "events": ("events_immutable", "events_no_truncate", "events_notify"),
     "api_keys": ("api_keys_revoke_once",),
 }
+
+
+EPOCH_FUNCTION = """
+    CREATE OR REPLACE FUNCTION kwx_log_epoch() RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+    DECLARE
+        running    bigint := (SELECT system_identifier FROM pg_control_system());
+        latest     integer;
+        latest_id  bigint;
+        last_pos   bigint;
+    BEGIN
+        SELECT epoch, system_identifier INTO latest, latest_id FROM log_epochs ORDER BY epoch DESC LIMIT 1;
+        IF latest_id = running THEN
+            RETURN latest;
+        END IF;
+        PERFORM pg_advisory_xact_lock(1802991717);
+        SELECT epoch, system_identifier INTO latest, latest_id FROM log_epochs ORDER BY epoch DESC LIMIT 1;
+        IF latest_id = running THEN
+            RETURN latest;
+        END IF;
+        latest := coalesce(latest, 0) + 1;
+        SELECT coalesce(max(position), 0) INTO last_pos FROM events;
+        INSERT INTO log_epochs (epoch, system_identifier, next_xid, last_position)
+        VALUES (latest, running, pg_snapshot_xmax(pg_current_snapshot()), last_pos);
+        EXECUTE format('ALTER TABLE events ALTER COLUMN epoch SET DEFAULT %s', latest);
+        RAISE LOG 'kwx: log epoch % opened (cluster %)', latest, running;
+        RETURN latest;
+    END $$
+"""
+
+
+def _epoch_function_0007() -> str:
+    """0007's text of the function, for the downgrade."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).with_name("0007_parked_and_epochs.py")
+    spec = importlib.util.spec_from_file_location("kwx_migration_0007", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.EPOCH_FUNCTION).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
 
 
 def _role() -> str:
@@ -155,6 +203,7 @@ def _undistribute_events() -> None:
 def upgrade() -> None:
     for table in READ_MODELS:
         op.execute(f"ALTER TABLE {table} ALTER COLUMN table_id TYPE text")
+    op.execute(EPOCH_FUNCTION)  # CREATE OR REPLACE keeps its owner and grants
     if not _citus():
         return
     # one connection per worker for the whole migration: DDL and the copies of existing rows in
@@ -190,5 +239,6 @@ def downgrade() -> None:
         _create_triggers(notify=True)
         # the role keeps LOGIN: it is cluster-wide, and the cluster's other databases may still be
         # distributed and use it (as 0001's downgrade keeps the role itself)
+    op.execute(_epoch_function_0007())
     for table in READ_MODELS:
         op.execute(f"ALTER TABLE {table} ALTER COLUMN table_id TYPE varchar(64)")
