@@ -275,7 +275,7 @@ def run() -> None:
                     best = (py, db, wall)
             assert best is not None
             ratio = n / best[2] / rate
-            print(f"rebuild, {label:12} ({n} events, pages of 1000): projector "
+            print(f"rebuild, {label:12} ({n} events, pages of {fresh.batch_size}): projector "
                   f"{best[0] / n * 1e6:7.1f} µs/event, PostgreSQL {best[1] / n * 1e6:7.1f} µs/event; "
                   f"{n / best[2]:9,.0f} events/s = {ratio:.2f} x read_all"
                   f"{' (goal >= 0.8)' if judge else ''}  (best of 3)")  # fmt: skip
