@@ -15,6 +15,18 @@ def _dumps(obj: object, **_: object) -> str:
     return msgspec.json.encode(obj, enc_hook=str).decode()
 
 
+class _Stdout:
+    """Whatever ``sys.stdout`` is when a line is written, not when logging was configured: a
+    stream replaced later (a test's capture, closed after it) never leaves the loggers writing to a
+    closed file."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
 def configure(level: str = "info") -> None:
     numeric = getattr(logging, level.upper(), logging.INFO)
     structlog.configure(
@@ -27,7 +39,7 @@ def configure(level: str = "info") -> None:
             structlog.processors.JSONRenderer(serializer=_dumps),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stdout),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stdout()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
 

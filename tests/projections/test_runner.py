@@ -20,7 +20,9 @@ class CountingProjector:
         self.calls = 0
         self.called = threading.Event()
 
-    def catch_up(self, names: Any = None, max_seconds: float | None = None) -> int:
+    def catch_up(
+        self, names: Any = None, max_seconds: float | None = None, *, full_pages: bool = False
+    ) -> int:
         self.calls += 1
         self.called.set()
         return 0
