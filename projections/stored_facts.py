@@ -90,7 +90,4 @@ def decode_ctx(data: bytes, tenant: str, table_id: str) -> FactCtx:
 def copy_ctx(ctx: FactCtx) -> FactCtx:
     """A copy to move on while a batch is judged (the cached one stays as it was until the batch
     is stored)."""
-    return FactCtx(
-        table_id=ctx.table_id, tenant=ctx.tenant, info=ctx.info, pending_reports=dict(ctx.pending_reports),
-        pending_ordinal=ctx.pending_ordinal, last_at=ctx.last_at,
-    )  # fmt: skip
+    return msgspec.structs.replace(ctx, pending_reports=dict(ctx.pending_reports))

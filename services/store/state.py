@@ -14,7 +14,7 @@ from psycopg_pool import ConnectionPool
 
 from domain.events import decode as decode_event
 from projections import stored_facts
-from projections.derive import FactCtx, observe
+from projections.derive import FactCtx, FactsFailed, observe_batch
 from services.db import fetch
 from services.engine_adapter import Engine
 from services.store.batch import decoded_snapshot
@@ -50,18 +50,20 @@ def stepped(
     applied as it was accepted (``Engine.replay``, the fold every read uses too), and the fact
     context ``ctx`` moved on with them (their facts are stored already: dropped; None if the
     fact-finder fails — the batch is then stored without facts, for the projector to fold)."""
-    if start < version:
-        replay = engine.replay
-        params = {"tenant": tenant, "t": table_id, "after": start, "upto": version}
-        for v, (body,) in enumerate(conn.execute(_READ_BODIES, params), start=start + 1):
-            event = decode_event(body)
-            after = replay(state, event)
-            if ctx is not None:
-                try:
-                    observe(engine, ctx, event, state, after, None, v)
-                except Exception:  # never fails an append: see services.store.batch._find_facts
-                    ctx = None
-            state = after
+    if start >= version:
+        return state, ctx
+    replay = engine.replay
+    params = {"tenant": tenant, "t": table_id, "after": start, "upto": version}
+    events = [decode_event(body) for (body,) in conn.execute(_READ_BODIES, params)]
+    states = [state]
+    for event in events:
+        state = replay(state, event)
+        states.append(state)
+    if ctx is not None:
+        try:  # the append's own fact-finder, over the stored events; their facts are dropped
+            observe_batch(engine, ctx, events, states, {}, start + 1)
+        except FactsFailed:  # never fails an append: see services.store.batch._find_facts
+            ctx = None
     return state, ctx
 
 
