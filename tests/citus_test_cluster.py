@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +30,7 @@ from services.store import batch as batches
 from services.store import fast, locked
 from services.store.events import EventStore
 from tests.service.streams import legal_table, relabel
-from tests.service.test_global_read import drain
+from tests.service.test_global_read import drain, writers_and_a_tailing_reader
 
 pytestmark = pytest.mark.db
 
@@ -219,10 +217,7 @@ def _worker_of(conn: psycopg.Connection[Any], table: str) -> int:
 def test_writers_on_both_workers_and_a_tailing_reader_see_every_event_once_in_order(
     container: Any, database_url: str
 ) -> None:
-    store: EventStore = container.store
-    _, checkpoint = drain(store, (0, 0, 0))
     run = uuid.uuid4().hex[:8]
-    wire = legal_table(44)
     writers, per_worker = 4, 6
     on: dict[int, list[str]] = {}
     with psycopg.connect(database_url) as conn:
@@ -235,54 +230,8 @@ def test_writers_on_both_workers_and_a_tailing_reader_see_every_event_once_in_or
                 tables_there.append(table)
     assert len(on) == 2
     tables = [t for ts in on.values() for t in ts]
-    expected = {(table, v) for table in tables for v in range(1, len(wire) + 1)}
-    done = threading.Event()
-    errors: list[BaseException] = []
-
-    def write(w: int) -> None:
-        try:
-            mine = tables[w::writers]  # each writer has tables on both workers
-            for start in range(0, len(wire), 5):
-                for table in mine:
-                    store.append(
-                        "acme", table, start, [convert(e) for e in relabel(wire[start : start + 5], table)]
-                    )
-        except BaseException as exc:
-            errors.append(exc)
-
-    seen: list[Any] = []
-
-    def tail() -> None:
-        nonlocal checkpoint
-        try:
-            while True:
-                finished = done.is_set()
-                batch, checkpoint = drain(store, checkpoint)
-                seen.extend(e for e in batch if e.table_id.startswith(f"spread-{run}-"))
-                if finished and not batch:
-                    return
-                time.sleep(0.002)
-        except BaseException as exc:
-            errors.append(exc)
-
-    reader = threading.Thread(target=tail)
-    reader.start()
-    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(300)
-    done.set()
-    reader.join(60)
-    assert not errors, errors
-    keys = [(e.table_id, e.version) for e in seen]
-    assert len(keys) == len(set(keys)), "an event was delivered twice"
-    assert set(keys) == expected, "an event was skipped"
-    order = [(e.epoch, e.tx_id, e.position) for e in seen]
-    assert order == sorted(order)
-    for table in tables:
-        versions = [e.version for e in seen if e.table_id == table]
-        assert versions == sorted(versions)
+    groups = [tables[w::writers] for w in range(writers)]  # each writer has tables on both workers
+    writers_and_a_tailing_reader(container.store, legal_table(44), groups, f"spread-{run}-")
 
 
 def test_0013_down_and_up_on_the_cluster_keeps_the_rows(pg_cluster: Any, container: Any) -> None:

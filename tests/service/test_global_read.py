@@ -98,20 +98,28 @@ def test_an_event_of_a_running_transaction_holds_back_later_commits(
 
 
 def test_concurrent_writers_and_a_tailing_reader_see_every_event_once_in_order(container: Any) -> None:
-    store: EventStore = container.store
-    _, checkpoint = drain(store, (0, 0, 0))
     run = uuid.uuid4().hex[:8]
-    wire = legal_table(31)
     writers, per_writer = 4, 3
-    tables = [f"tail-{run}-{w}-{t}" for w in range(writers) for t in range(per_writer)]
+    groups = [[f"tail-{run}-{w}-{t}" for t in range(per_writer)] for w in range(writers)]
+    writers_and_a_tailing_reader(container.store, legal_table(31), groups, f"tail-{run}-")
+
+
+def writers_and_a_tailing_reader(
+    store: EventStore, wire: list[Any], groups: list[list[str]], prefix: str
+) -> None:
+    """One writer thread per group of tables appends ``wire`` to each of its tables in many small
+    transactions, interleaved across threads, while a reader tails the log (``drain``): then the
+    reader saw every event of the tables (their ids start with ``prefix``) exactly once, in log
+    order and in each table's order."""
+    _, checkpoint = drain(store, (0, 0, 0))
+    tables = [table for group in groups for table in group]
     expected = {(table, v) for table in tables for v in range(1, len(wire) + 1)}
     done = threading.Event()
     errors: list[BaseException] = []
 
-    def write(w: int) -> None:
+    def write(mine: list[str]) -> None:
         try:
-            mine = tables[w * per_writer : (w + 1) * per_writer]
-            for start in range(0, len(wire), 5):  # many small transactions, interleaved across threads
+            for start in range(0, len(wire), 5):
                 for table in mine:
                     batch = [convert(e) for e in relabel(wire[start : start + 5], table)]
                     store.append("acme", table, start, batch)
@@ -126,7 +134,7 @@ def test_concurrent_writers_and_a_tailing_reader_see_every_event_once_in_order(c
             while True:
                 finished = done.is_set()
                 batch, checkpoint = drain(store, checkpoint)
-                seen.extend(e for e in batch if e.table_id.startswith(f"tail-{run}-"))
+                seen.extend(e for e in batch if e.table_id.startswith(prefix))
                 if finished and not batch:
                     return
                 time.sleep(0.002)
@@ -135,7 +143,7 @@ def test_concurrent_writers_and_a_tailing_reader_see_every_event_once_in_order(c
 
     reader = threading.Thread(target=tail)
     reader.start()
-    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+    threads = [threading.Thread(target=write, args=(group,)) for group in groups]
     for t in threads:
         t.start()
     for t in threads:
