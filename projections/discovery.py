@@ -35,7 +35,7 @@ import msgspec
 
 from projections.discrepancies import compare
 from projections.model import Fact, HandSettled, LouHuIncurred, SettlementCompared, SnapshotTaken
-from projections.sql import Connection
+from projections.sql import Connection, last_number
 
 NAME = "discovery"
 
@@ -177,28 +177,56 @@ def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
         return
     tables, hands = merge(batch)
     if tables:
+        players = number(tables, _known(conn, tables))
         conn.execute(_TABLES_UPSERT, (_json_encode(tables).decode(),))
-        conn.execute(_PLAYERS_INSERT, (_json_encode(tables).decode(),))
+        if players:
+            conn.execute(_PLAYERS_INSERT, (_json_encode(players).decode(),))
     if hands:
         conn.execute(_HANDS_UPSERT, (_json_encode(hands).decode(),))
 
 
-# A new table's seq: the tenant's greatest plus its place among the batch's new tables of that
-# tenant (the projector's batches run one at a time, under its lock: as the discrepancy feed's
-# feed_seq), so seq is 1, 2, … without gaps in the order of the tables' first facts in the log, and
-# a rebuild gives every table the seq it had.
+Known = tuple[dict[tuple[str, str], int], dict[str, int]]  # (seq of a known table, tenant's greatest)
+
+
+def _known(conn: Connection, tables: list[dict[str, Any]]) -> Known:
+    """The seqs of the batch's tables this model already has, and each of its tenants' greatest."""
+    tenants = list(dict.fromkeys(t["tenant"] for t in tables))
+    ids = list(dict.fromkeys(t["table_id"] for t in tables))
+    rows = conn.execute(_KNOWN, (tenants, ids)).fetchall()
+    tops = {t: last_number(conn, "proj_discovery_tables", "seq", t) for t in tenants}
+    return {(t, i): int(n) for t, i, n in rows}, tops
+
+
+def number(tables: list[dict[str, Any]], known: Known) -> list[dict[str, Any]]:
+    """Pure: give each table row its ``seq`` — a known table keeps its own, a new one gets its
+    tenant's greatest plus its place among the batch's new tables of that tenant, so seq is 1, 2, …
+    without gaps in the order of the tables' first facts in the log, and a rebuild gives every table
+    the seq it had. Returns the new tables' player rows (a seat taken twice by one player: one row)."""
+    seqs, tops = known
+    players: list[dict[str, Any]] = []
+    for t in tables:
+        key = (t["tenant"], t["table_id"])
+        seq = seqs.get(key)
+        if seq is None:
+            seq = tops[t["tenant"]] = tops[t["tenant"]] + 1
+            players += [{"tenant": key[0], "player_id": p, "seq": seq, "table_id": key[1]}
+                        for p in dict.fromkeys(t["players"])]  # fmt: skip
+        t["seq"] = seq
+    return players
+
+
+# Numbered by :func:`number`, not by subqueries of the INSERT (the projector's batches run one at a
+# time, under its lock, as the discrepancy feed's feed_seq): a distributed table (a Citus cluster,
+# docs/SCALING.md) takes no correlated subquery beside json_to_recordset.
+_KNOWN = (
+    "SELECT tenant, table_id, seq FROM proj_discovery_tables WHERE tenant = ANY(%s) AND table_id = ANY(%s)"
+)
 _TABLES_UPSERT = """
 INSERT INTO proj_discovery_tables AS t
   (tenant, table_id, seq, players, preset, hands, first_at, last_at, flags)
-SELECT r.tenant, r.table_id,
-       coalesce((SELECT max(d.seq) FROM proj_discovery_tables d WHERE d.tenant = r.tenant), 0)
-         + sum(CASE WHEN EXISTS (SELECT 1 FROM proj_discovery_tables e
-                                 WHERE e.tenant = r.tenant AND e.table_id = r.table_id) THEN 0 ELSE 1 END)
-           OVER (PARTITION BY r.tenant ORDER BY r.n),
-       r.players, r.preset, r.hands, r.first_at, r.last_at, r.flags
-FROM ROWS FROM (json_to_recordset(%s::json) AS (tenant text, table_id text, players jsonb, preset text,
-     hands int4, first_at timestamptz, last_at timestamptz, flags int4))
-     WITH ORDINALITY AS r(tenant, table_id, players, preset, hands, first_at, last_at, flags, n)
+SELECT r.tenant, r.table_id, r.seq, r.players, r.preset, r.hands, r.first_at, r.last_at, r.flags
+FROM json_to_recordset(%s::json) AS r(tenant text, table_id text, seq int8, players jsonb, preset text,
+     hands int4, first_at timestamptz, last_at timestamptz, flags int4)
 ON CONFLICT (tenant, table_id) DO UPDATE SET
   hands = t.hands + excluded.hands, flags = t.flags | excluded.flags,
   first_at = least(t.first_at, excluded.first_at), last_at = greatest(t.last_at, excluded.last_at)
@@ -206,10 +234,8 @@ ON CONFLICT (tenant, table_id) DO UPDATE SET
 
 _PLAYERS_INSERT = """
 INSERT INTO proj_discovery_players (tenant, player_id, seq, table_id)
-SELECT DISTINCT t.tenant, p.player, t.seq, t.table_id
-FROM json_to_recordset(%s::json) AS r(tenant text, table_id text)
-JOIN proj_discovery_tables t ON t.tenant = r.tenant AND t.table_id = r.table_id
-CROSS JOIN LATERAL jsonb_array_elements_text(t.players) AS p(player)
+SELECT r.tenant, r.player_id, r.seq, r.table_id
+FROM json_to_recordset(%s::json) AS r(tenant text, player_id text, seq int8, table_id text)
 ON CONFLICT DO NOTHING
 """
 

@@ -23,7 +23,7 @@ import msgspec
 
 from projections.model import Fact, SettlementCompared
 from projections.schema import discrepancies
-from projections.sql import Connection, MultiRowInsert
+from projections.sql import Connection, MultiRowInsert, last_number
 
 NAME = "discrepancies"
 
@@ -113,17 +113,23 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
 
 
 def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
-    _INSERT.execute(conn, batch)
+    if not batch:
+        return
+    tenants = dict.fromkeys(r["tenant"] for r in batch)
+    tops = {t: last_number(conn, discrepancies.name, "feed_seq", t) for t in tenants}
+    numbered = []
+    for row in batch:
+        tops[row["tenant"]] += 1
+        numbered.append({**row, "feed_seq": tops[row["tenant"]]})
+    _INSERT.execute(conn, numbered)
 
 
 # feed_seq: 1, 2, … per tenant in the order the projector applies them (its batches run one at a
 # time, under its lock): the tenant's last one plus the row's place among the tenant's in the batch.
+# Numbered here, not by a subquery of the INSERT: a distributed table (a Citus cluster,
+# docs/SCALING.md) takes no correlated subquery beside json_to_recordset.
 _INSERT = MultiRowInsert(
     discrepancies,
-    [c.name for c in discrepancies.columns if c.name != "feed_seq"],
+    [c.name for c in discrepancies.columns],
     "ON CONFLICT (tenant, table_id, reported_event) DO NOTHING",
-    computed={
-        "feed_seq": f"coalesce((SELECT max(d.feed_seq) FROM {discrepancies.name} d "
-        "WHERE d.tenant = r.tenant), 0) + row_number() OVER (PARTITION BY r.tenant ORDER BY r.n)"
-    },
 )

@@ -122,3 +122,12 @@ class MultiRowInsert:
 
 
 Connection = psycopg.Connection[Any]
+
+
+def last_number(conn: psycopg.Connection[Any], table: str, column: str, tenant: str) -> int:
+    """The tenant's greatest ``column`` of ``table`` (0: none yet): one probe of an index on
+    ``(tenant, column)``; on a Citus cluster, one per shard, merged by the coordinator. The
+    projector numbers rows 1, 2, … per tenant from it (its batches run one at a time, under its
+    lock)."""
+    row = conn.execute(f"SELECT max({column}) FROM {table} WHERE tenant = %s", (tenant,)).fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0

@@ -3,7 +3,7 @@
 Not collected by ``make test`` (the name does not start with ``test_``): ``make test-citus`` names
 this file. Run on a plain PostgreSQL, every test here fails and says why — it never skips.
 
-What is checked: the layout migration 0013 makes (per-table tables distributed on ``table_id``,
+What is checked: the layout migrations 0013 and 0014 make (per-table tables distributed on ``table_id``,
 co-located, over both workers; ``api_keys`` a reference table); that an append commits on its
 table's one worker with a plain ``COMMIT`` — one-phase commit, which the log's fence relies on
 (docs/SCALING.md) — while the single-node statement would go through ``PREPARE TRANSACTION``;
@@ -40,6 +40,10 @@ DISTRIBUTED = {
     "proj_table_snapshots",
     "proj_hand_settlements",
     "proj_discovery_hands",
+    # 0014: numbered by the projector per tenant, and a player's tables beside them
+    "proj_discrepancies",
+    "proj_discovery_tables",
+    "proj_discovery_players",
 }
 
 
@@ -526,3 +530,58 @@ def test_a_new_log_epoch_moves_the_distributed_events_default(pg_cluster: Any, c
         (2, 7),
         (2, 8),
     ]
+
+
+def test_0014_down_and_up_on_the_cluster_keeps_the_numbered_rows(pg_cluster: Any) -> None:
+    url = pg_cluster.create_database("kwx_citus_0014")
+    migrate.upgrade(url)
+    numbered = ("proj_discrepancies", "proj_discovery_tables", "proj_discovery_players")
+    with psycopg.connect(url) as conn:
+        for n in range(1, 7):
+            conn.execute(
+                "INSERT INTO proj_discovery_tables (tenant, table_id, seq, players, preset, hands, flags) "
+                "VALUES ('acme', %s, %s, '[\"p1\", \"p2\", \"p3\"]', 'xiaogan', 1, 0)",
+                (f"t-{n}", n),
+            )
+            conn.execute(
+                "INSERT INTO proj_discovery_players (tenant, player_id, seq, table_id) "
+                "VALUES ('acme', 'p1', %s, %s)",
+                (n, f"t-{n}"),
+            )
+            conn.execute(
+                "INSERT INTO proj_discrepancies (tenant, table_id, reported_event, hand, position, lines, "
+                "net_computed, net_reported, reported, feed_seq) "
+                "VALUES ('acme', %s, 9, 1, %s, '[]', '[]', '[]', '[]', %s)",
+                (f"t-{n}", n, n),
+            )
+
+    def layout() -> tuple[set[str], bool, list[str], list[Any]]:
+        with psycopg.connect(url) as conn:
+            dist = {r[0] for r in conn.execute("SELECT logicalrelid::text FROM pg_dist_partition")}
+            unique = conn.execute(
+                "SELECT indisunique FROM pg_index WHERE indexrelid = 'proj_discovery_tables_seq'::regclass"
+            ).fetchone()[0]  # type: ignore[index]
+            key = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                    "AND a.attnum = ANY(i.indkey) "
+                    "WHERE i.indexrelid = 'proj_discovery_players_pkey'::regclass "
+                    "ORDER BY array_position(i.indkey::int2[], a.attnum)"
+                )
+            ]
+            rows = [conn.execute(f"SELECT * FROM {t} ORDER BY tenant, table_id").fetchall() for t in numbered]
+        return dist & set(numbered), bool(unique), key, rows
+
+    up = layout()
+    assert up[0] == set(numbered) and not up[1] and up[2] == ["tenant", "player_id", "seq", "table_id"]
+    assert [len(r) for r in up[3]] == [6, 6, 6]
+    migrate.downgrade(url, revision="0013")
+    dist, unique, key, rows = layout()
+    assert dist == set() and unique and key == ["tenant", "player_id", "seq"]  # as 0013 left them
+    assert rows == up[3]
+    migrate.upgrade(url)
+    assert layout() == up
+    with psycopg.connect(url) as conn:  # no copy left in the coordinator's own tables
+        for t in numbered:
+            assert conn.execute(f"SELECT pg_relation_size('{t}')").fetchone() == (0,)

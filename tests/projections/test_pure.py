@@ -220,3 +220,26 @@ def test_the_day_of_a_hand_is_the_utc_date_of_its_at() -> None:
     assert day_of("0001-01-02T00:30:00+01:00") is None  # UTC: 0001-01-01, the totals rows' day
     assert day_of("0001-01-01T12:00:00Z") is None  # the totals rows' day is no hand's day
     assert day_of("0000-06-01T00:00:00Z") is None  # a time the admission lets through: no day, no crash
+
+
+def test_discovery_numbers_new_tables_per_tenant_and_keeps_known_ones() -> None:
+    from projections import discovery
+
+    def table(tenant: str, table_id: str, players: list[str]) -> dict[str, object]:
+        return {"tenant": tenant, "table_id": table_id, "players": players}
+
+    tables = [
+        table("acme", "t-9", ["a", "b", "c"]),  # known: keeps its seq, no player rows again
+        table("acme", "t-10", ["a", "b", "a"]),  # one player in two seats: one row
+        table("beta", "t-1", ["x", "y", "z"]),  # another tenant: its own numbers
+        table("acme", "t-11", ["c", "d", "e"]),
+    ]
+    players = discovery.number(tables, ({("acme", "t-9"): 4}, {"acme": 7, "beta": 0}))
+    assert [(t["tenant"], t["table_id"], t["seq"]) for t in tables] == [
+        ("acme", "t-9", 4), ("acme", "t-10", 8), ("beta", "t-1", 1), ("acme", "t-11", 9)
+    ]  # fmt: skip
+    assert [(p["tenant"], p["player_id"], p["seq"], p["table_id"]) for p in players] == [
+        ("acme", "a", 8, "t-10"), ("acme", "b", 8, "t-10"),
+        ("beta", "x", 1, "t-1"), ("beta", "y", 1, "t-1"), ("beta", "z", 1, "t-1"),
+        ("acme", "c", 9, "t-11"), ("acme", "d", 9, "t-11"), ("acme", "e", 9, "t-11"),
+    ]  # fmt: skip
