@@ -153,7 +153,7 @@ def _metrics_line(settings: Settings, host: str, port: int, container: Any) -> s
         return f"http://{host}:{port}/metrics (every worker and the projector counted)"
     from services import metrics
 
-    metrics.serve_port(own, host, getattr(container, "pool", None))
+    metrics.serve_port(own, host, getattr(container, "pool", None), getattr(container, "replica", None))
     return f"http://{host}:{own}/metrics (a port of its own: KWX_METRICS={own})"
 
 
