@@ -183,13 +183,9 @@ def check_read_url(url: str) -> None:
             f"(got {'a ' + scheme + ':// URL' if scheme else 'no postgresql:// scheme'})"
         )
     try:
-        parts = urlsplit(url)
-        port = parts.port
-        host = parts.hostname
+        port = urlsplit(url).port
     except ValueError as exc:
         raise SettingsError(f"DATABASE_READ_URL: not a valid URL ({exc})") from None
-    if not host and "host=" not in parts.query:
-        raise SettingsError("DATABASE_READ_URL: the URL names no host (postgresql://USER@HOST:PORT/DATABASE)")
     if port == 0:
         raise SettingsError("DATABASE_READ_URL: port 0 is not a port")
     from psycopg.conninfo import conninfo_to_dict
@@ -197,7 +193,8 @@ def check_read_url(url: str) -> None:
     try:
         conninfo_to_dict(url)
     except Exception as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        lines = str(exc).replace(url, "the URL").splitlines()
+        first = lines[0] if lines else type(exc).__name__
         raise SettingsError(f"DATABASE_READ_URL: libpq cannot read it ({first[:120]})") from None
 
 
