@@ -134,7 +134,7 @@ class Pair:
             if row and row[0]:
                 return
             if time.monotonic() > deadline:
-                raise PairUnavailable(f"kwx test pair: the replica did not replay to {target} in {seconds:.0f} s")
+                raise PairUnavailable(f"kwx test pair: no replay to {target} in {seconds:.0f} s")
             time.sleep(0.05)
 
     def on_replica(self, statement: str) -> None:

@@ -74,7 +74,8 @@ def setup() -> Iterator[Setup]:
         primary.store.append("acme", table_id, 0, [convert(e) for e in wire])
         keys = {role: {"Authorization": f"Bearer {primary.keys.create('acme', role)}"}
                 for role in ("platform", "support", "dashboard")}  # fmt: skip
-        with TestClient(create_app(container=replicated)) as rc, TestClient(create_app(container=primary)) as dc:
+        replicated_app, direct_app = create_app(container=replicated), create_app(container=primary)
+        with TestClient(replicated_app) as rc, TestClient(direct_app) as dc:
             found = Setup(pair, primary, rc, dc, keys, table_id, wire[0]["players"][0], wire)
             found.project()
             pair.wait_replayed()
