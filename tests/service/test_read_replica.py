@@ -111,6 +111,7 @@ def _routes(table_id: str, player: str) -> list[tuple[str, str, Headers]]:
         ("dashboard", "/v1/leaderboard", {}),
         ("support", "/v1/discrepancies", {}),
         ("platform", "/v1/tables", {}),
+        ("platform", f"/v1/players/{player}/tables", {}),
         ("platform", f"{t}/hands", {}),
     ]
 
@@ -118,8 +119,18 @@ def _routes(table_id: str, player: str) -> list[tuple[str, str, Headers]]:
 @pytest.mark.db
 def test_reads_from_the_replica_are_the_primarys_bytes(setup: Setup) -> None:
     """Every table read and read-model read of the replicated app comes from the replica, and is
-    byte for byte what the primary-only app answers (the replica has replayed everything)."""
-    for role, path, extra in _routes(setup.table_id, setup.player):
+    byte for byte what the primary-only app answers (the replica has replayed everything). The
+    routes are every operation whose answer openapi.json documents with ``Kwx-Read-From``."""
+    from services.api.read_schemas import READ_FROM_OPERATIONS
+
+    routes = _routes(setup.table_id, setup.player)
+    documented = {
+        (path, method) for path, operations in setup.replicated.app.openapi()["paths"].items()
+        for method, op in operations.items() if op["operationId"].startswith(READ_FROM_OPERATIONS)
+    }  # fmt: skip
+    templates = {_template(path) for _, path, _ in routes}
+    assert {path for path, _ in documented} <= templates, sorted({p for p, _ in documented} - templates)
+    for role, path, extra in routes:
         ours = setup.get(setup.replicated, role, path, extra)
         theirs = setup.get(setup.direct, role, path, extra)
         assert ours.status_code == theirs.status_code == 200, (path, ours.status_code, ours.text[:300])
@@ -128,6 +139,13 @@ def test_reads_from_the_replica_are_the_primarys_bytes(setup: Setup) -> None:
         assert ours.content == theirs.content, path
     state = setup.get(setup.replicated, "platform", f"/v1/tables/{setup.table_id}/state").json()
     assert state["folded_from"] > 0  # the replica's snapshot was read (the projector's, replicated)
+
+
+def _template(path: str) -> str:
+    """``/v1/tables/rep-1/hands/2/audit?x`` → ``/v1/tables/{table_id}/hands/{hand}/audit``."""
+    parts = path.split("?")[0].split("/")
+    names = {"tables": "{table_id}", "players": "{player_id}", "hands": "{hand}"}
+    return "/".join(names[parts[i - 1]] if i > 2 and parts[i - 1] in names else p for i, p in enumerate(parts))
 
 
 @pytest.mark.db
