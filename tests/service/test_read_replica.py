@@ -206,9 +206,12 @@ def test_own_write_is_read_back_while_replay_is_paused(setup: Setup) -> None:
 
 
 @pytest.mark.db
-def test_replica_stopped_reads_use_the_primary_until_it_is_back(setup: Setup) -> None:
+def test_replica_stopped_reads_use_the_primary_until_it_is_back(
+    setup: Setup, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The replica stopped: every read still answers 200, from the primary (not 503); health says
-    the replica is down (and is itself 200). Started again: the service reads from it again."""
+    the replica is down (and is itself 200). Started again: the service reads from it again. The
+    outage is logged once, and its end once, however many reads it served meanwhile."""
     pair, client = setup.pair, setup.replicated
     t = f"/v1/tables/{setup.table_id}"
     # a read model's read first: it finds the replica gone in the read itself (a table's read would
@@ -247,6 +250,8 @@ def test_replica_stopped_reads_use_the_primary_until_it_is_back(setup: Setup) ->
     health = setup.get(client, "platform", "/v1/health").json()["replica"]
     assert health["status"] == "ok" and health["replay_paused"] is False
     assert "kwx_replica_up 1.0" in client.get("/metrics").text
+    logged = [line for line in capsys.readouterr().out.splitlines() if '"event":"replica ' in line]
+    assert [line.split('"event":"')[1].split(":")[0] for line in logged] == ["replica down", "replica back"]
 
 
 @pytest.mark.db
