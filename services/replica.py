@@ -96,15 +96,17 @@ SELECT pg_is_in_recovery(),
 def make_read_pool(url: str, *, size: int, role: str | None) -> Pool:
     """A pool on the replica, configured as the primary's (``SET ROLE``, the statement timeout) but
     read-only (``default_transaction_read_only``: a DATABASE_READ_URL that names a writable server
-    is still never written) and without the log-epoch check, which writes. Opened without waiting:
-    a replica down at startup is a fallback to the primary, not a service that fails to start."""
+    is still never written), without the log-epoch check (which writes), and in autocommit: a read
+    on it is its statements alone, no ``BEGIN`` and ``COMMIT`` round trips around them (under
+    READ COMMITTED each statement has its own snapshot either way, and a read that wants a
+    transaction opens one: the chain check's cursor). Opened without waiting: a replica down at
+    startup is a fallback to the primary, not a service that fails to start."""
 
     def configure(conn: psycopg.Connection[Any]) -> None:
         if role:
             conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
         conn.execute("SET statement_timeout = '30s'")
         conn.execute("SET default_transaction_read_only = on")
-        conn.commit()
 
     from services.db import _tracked
 
@@ -113,7 +115,7 @@ def make_read_pool(url: str, *, size: int, role: str | None) -> Pool:
         url,
         min_size=min(2, size),
         max_size=size,
-        kwargs={"connect_timeout": CONNECT_TIMEOUT},
+        kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": True},
         configure=configure,
         connection_class=_tracked(psycopg.Connection, reach),
         open=False,
@@ -202,7 +204,6 @@ class Replica:
 
         def read(conn: psycopg.Connection[Any]) -> int:
             row = conn.execute(_HEAD_VERSION, (tenant, table_id)).fetchone()
-            conn.rollback()
             return int(row[0]) if row else 0
 
         return reading(self.pool, read)
@@ -235,7 +236,6 @@ class Replica:
         try:
             with self.pool.connection(timeout=CONNECT_TIMEOUT) as conn:
                 recovery, replayed, seconds, paused = conn.execute(_LAG).fetchone() or (None,) * 4
-                conn.rollback()
         except psycopg.Error as exc:
             self.mark_down(exc)
             return body

@@ -145,7 +145,21 @@ def _template(path: str) -> str:
     """``/v1/tables/rep-1/hands/2/audit?x`` → ``/v1/tables/{table_id}/hands/{hand}/audit``."""
     parts = path.split("?")[0].split("/")
     names = {"tables": "{table_id}", "players": "{player_id}", "hands": "{hand}"}
-    return "/".join(names[parts[i - 1]] if i > 2 and parts[i - 1] in names else p for i, p in enumerate(parts))
+    named = [names[parts[i - 1]] if i > 2 and parts[i - 1] in names else p for i, p in enumerate(parts)]
+    return "/".join(named)
+
+
+@pytest.mark.db
+def test_the_replica_pool_never_writes(setup: Setup) -> None:
+    """The replica's sessions are read-only as kwx_app even if the server would take a write."""
+    import psycopg
+
+    replica = setup.replicated.app.state.container.replica
+    with replica.pool.connection() as conn:
+        assert conn.execute("SHOW default_transaction_read_only").fetchone() == ("on",)
+        assert conn.execute("SELECT current_user").fetchone() == ("kwx_app",)
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            conn.execute("INSERT INTO api_keys DEFAULT VALUES")
 
 
 @pytest.mark.db
