@@ -39,7 +39,7 @@ from services.db import reading
 from services.engine_adapter import Engine
 from services.errors import BadRules, Malformed, NotFound
 from services.logs import get_logger
-from services.replica import Source
+from services.replica import PRIMARY, Source, said
 from services.store.keys import Principal
 from services.store.reads import wire
 
@@ -67,6 +67,7 @@ def table_of(container: Container, principal: Principal, table_id: str, *roles: 
     require_role(principal, *roles)
     head = container.store.head(principal.tenant, table_id)
     if head is None or head.version == 0:
+        said(PRIMARY)  # the head is always read on the primary: so is this answer
         raise NotFound(f"no table {table_id!r}")
     return head
 

@@ -195,6 +195,8 @@ def test_own_write_is_read_back_while_replay_is_paused(setup: Setup) -> None:
             assert ours.headers["kwx-read-from"] == "primary", path
             assert ours.json()["at"] == ours.json()["latest"] == version
             assert ours.content == setup.get(setup.direct, "platform", path).content
+        missing = setup.get(client, "platform", "/v1/tables/rep-never/state")  # the head says so
+        assert missing.status_code == 404 and missing.headers["kwx-read-from"] == "primary"
         # a version the replica holds still comes from it
         older = setup.get(client, "platform", f"{state_path}?at={split}")
         assert older.headers["kwx-read-from"] == "replica" and older.json()["at"] == split
