@@ -51,6 +51,7 @@ PRIMARY, REPLICA = "primary", "replica"
 PROBE_EVERY = 0.5  # seconds between the probes of a replica marked down
 CONNECT_TIMEOUT = 2  # seconds: a replica that does not answer is down, not a request's long wait
 REPLICA_POOL_WAIT = 2.0  # seconds a read waits for a free replica connection (then the primary)
+IMPATIENT_FOR = 1.0  # seconds after a wait ran out in which table reads do not wait for the replica
 
 # Where this request's answer was read: the middleware sets a fresh list per request, the read
 # appends PRIMARY or REPLICA to it (the list, not the variable: a sync route runs in a worker
@@ -144,6 +145,8 @@ class Replica:
         self._down = False
         self._closed = threading.Event()
         self._probe: threading.Thread | None = None
+        self.impatient_for = IMPATIENT_FOR
+        self._impatient_until = 0.0  # monotonic; see holds
 
     # ------------------------------------------------------------------ up and down
     @property
@@ -210,14 +213,20 @@ class Replica:
 
     def holds(self, tenant: str, table_id: str, version: int) -> bool:
         """Whether the replica holds the table up to ``version``, waiting (polling, backing off from
-        2 ms to 50 ms) at most ``wait`` seconds for it to replay that far."""
-        deadline = time.monotonic() + self.wait
+        2 ms to 50 ms) at most ``wait`` seconds for it to replay that far. Once a wait has run out
+        the replica is behind by more than the wait: for the next ``impatient_for`` seconds reads
+        look once and do not wait, so a replica far behind costs one wait a second, not one a read."""
+        now = time.monotonic()
+        wait = 0.0 if now < self._impatient_until else self.wait
+        deadline = now + wait
         pause = 0.002
         while True:
             if self.version_of(tenant, table_id) >= version:
                 return True
             left = deadline - time.monotonic()
             if left <= 0:
+                if wait > 0:
+                    self._impatient_until = time.monotonic() + self.impatient_for
                 return False
             time.sleep(min(pause, left))
             pause = min(pause * 2, 0.05)

@@ -222,6 +222,48 @@ def test_own_write_is_read_back_while_replay_is_paused(setup: Setup) -> None:
 
 
 @pytest.mark.db
+def test_a_replica_far_behind_is_waited_for_once(setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After one read's wait for the replica ran out, the reads of the next ``impatient_for``
+    seconds look once and go to the primary without waiting; then they wait again. The clock is
+    the test's (its sleep moves it on), so the count of the replica's version checks is exact."""
+    from services import replica as module
+
+    class Clock:
+        now = 1000.0
+
+        def monotonic(self) -> float:
+            return self.now
+
+        def sleep(self, seconds: float) -> None:
+            self.now += seconds
+
+    clock = Clock()
+    monkeypatch.setattr(module, "time", clock)
+    replica = setup.replicated.app.state.container.replica
+    monkeypatch.setattr(replica, "_impatient_until", 0.0)
+    monkeypatch.setattr(replica, "wait", 0.5)
+    checks: list[int] = []
+    real = replica.version_of
+
+    def counted(tenant: str, table_id: str) -> int:
+        checks.append(1)
+        return int(real(tenant, table_id))
+
+    monkeypatch.setattr(replica, "version_of", counted)
+    held = real("acme", setup.table_id)
+
+    def looks(version: int) -> tuple[bool, int]:
+        checks.clear()
+        return replica.holds("acme", setup.table_id, version), len(checks)
+
+    assert looks(held + 1) == (False, 15)  # never there: 2, 4, 8, 16, 32 ms, then 50 ms up to 0.5 s
+    assert looks(held + 1) == (False, 1)  # within impatient_for: one look, no wait
+    assert looks(held) == (True, 1)  # what it holds is still read there
+    clock.now += replica.impatient_for
+    assert looks(held + 1) == (False, 15)  # patient again
+
+
+@pytest.mark.db
 def test_replica_stopped_reads_use_the_primary_until_it_is_back(
     setup: Setup, capsys: pytest.CaptureFixture[str]
 ) -> None:
