@@ -15,8 +15,8 @@ Two kinds of read, two rules:
   /v1/health and /metrics show the replica's lag beside the projector's.
 
 A replica that fails (cannot connect, the connection breaks, a recovery conflict cancels the
-query) costs the read nothing but a retry on the primary; a connection fault also marks the
-replica down (logged once), and until a background probe connects again every read goes straight
+query) costs the read nothing but a retry on the primary; a fault of the connection also marks
+the replica down (logged once), and until a background probe connects again every read goes straight
 to the primary, without trying. Every answer says which database it was read from: the
 ``Kwx-Read-From`` header (``services.api.deps.ReadHeaders``), from :data:`READ_FROM`.
 
@@ -37,7 +37,17 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-from services.db import POOL_WAIT, RECONNECT_TIMEOUT, Pool, describe, reachability, reading
+from services.db import (
+    POOL_WAIT,
+    RECONNECT_TIMEOUT,
+    Pool,
+    Unreachable,
+    _tracked,
+    connection_lost,
+    describe,
+    reachability,
+    reading,
+)
 from services.logs import get_logger
 
 if TYPE_CHECKING:
@@ -63,15 +73,6 @@ def said(where: str) -> None:
     box = READ_FROM.get()
     if box is not None:
         box.append(where)
-
-
-def _on_primary(primary: Source, read: Callable[[Source], T], reason: str) -> T:
-    """``read`` on the primary though a replica is configured; counted by ``reason``."""
-    from services import metrics
-
-    metrics.REPLICA_FALLBACKS.labels(reason).inc()
-    said(PRIMARY)
-    return read(primary)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +109,6 @@ def make_read_pool(url: str, *, size: int, role: str | None) -> Pool:
             conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
         conn.execute("SET statement_timeout = '30s'")
         conn.execute("SET default_transaction_read_only = on")
-
-    from services.db import _tracked
 
     reach = reachability(url)
     pool = Pool(
@@ -233,7 +232,7 @@ class Replica:
 
     # ------------------------------------------------------------------ lag
     def lag(self, primary: ConnectionPool) -> dict[str, Any]:
-        """How far behind the primary the replica is: ``status`` ok / down; ``lag_seconds`` (0 when
+        """How far behind the primary the replica is: ``status`` ok / down / error; ``lag_seconds`` (0 when
         it has replayed all it received, else the age of the last transaction it replayed);
         ``lag_bytes`` (the primary's WAL position minus the replica's replay position: what it
         still has to receive and replay); ``replay_paused``; ``in_recovery`` (false: not a
@@ -246,7 +245,10 @@ class Replica:
             with self.pool.connection(timeout=CONNECT_TIMEOUT) as conn:
                 recovery, replayed, seconds, paused = conn.execute(_LAG).fetchone() or (None,) * 4
         except psycopg.Error as exc:
-            self.mark_down(exc)
+            if isinstance(exc, Unreachable) or connection_lost(exc):
+                self.mark_down(exc)
+            else:
+                body["status"] = "error"  # it answers, but not this (a statement timeout …)
             return body
         body.update(status="ok", in_recovery=recovery, lag_seconds=round(float(seconds or 0), 3),
                     replay_paused=paused)  # fmt: skip
@@ -264,16 +266,26 @@ class Replica:
 
 
 def _fell_back(replica: Replica, exc: psycopg.Error) -> str:
-    """A replica read failed: a fault of the connection (an ``OperationalError``: cannot connect,
-    the session ended, no free connection) marks the replica down; anything else (a recovery
-    conflict cancelled the query …) is logged. The fallback's reason."""
-    if isinstance(exc, psycopg.OperationalError):
+    """A replica read failed: a fault of the connection (it cannot be reached, the session ended:
+    ``services.db.connection_lost``) marks the replica down; anything else — a recovery conflict
+    cancelled the query, a statement timeout, no free replica connection in time — is logged
+    and leaves it up. The fallback's reason."""
+    if isinstance(exc, Unreachable) or connection_lost(exc):
         replica.mark_down(exc)
         return "down"
     text = str(exc).strip().splitlines()
     error = (text[0] if text else type(exc).__name__)[:200]
     log.warning("replica read failed: answered from the primary", error=error)
     return "error"
+
+
+def _on_primary(primary: Source, read: Callable[[Source], T], reason: str) -> T:
+    """``read`` on the primary though a replica is configured; counted by ``reason``."""
+    from services import metrics
+
+    metrics.REPLICA_FALLBACKS.labels(reason).inc()
+    said(PRIMARY)
+    return read(primary)
 
 
 def _on_replica(replica: Replica, primary: Source, read: Callable[[Source], T]) -> T:

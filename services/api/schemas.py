@@ -118,7 +118,10 @@ class ParkedEvents(BaseModel):
 
 
 class ReplicaHealth(BaseModel):
-    status: str = Field(description='"ok", or "down" (every read goes to the primary until it is back)')
+    status: str = Field(
+        description='"ok"; "down" (every read goes to the primary until it is back); "error" (it '
+        "answers, but not the lag query)"
+    )
     in_recovery: bool | None = Field(description="true for a streaming replica (false: it is not one)")
     lag_seconds: float | None = Field(
         description="0 when it has replayed all the WAL it received, else the age of the last "
