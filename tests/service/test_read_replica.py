@@ -163,6 +163,31 @@ def test_the_replica_pool_never_writes(setup: Setup) -> None:
 
 
 @pytest.mark.db
+def test_a_statement_the_replica_refuses_is_answered_by_the_primary(setup: Setup) -> None:
+    """An error of the statement on the replica (here a real one: it divides by zero there) is
+    answered on the primary and leaves the replica up (only a fault of the connection marks it
+    down)."""
+    from services.replica import PRIMARY, READ_FROM, REPLICA
+
+    container = setup.replicated.app.state.container
+
+    def read(src: Any) -> int:
+        with src.pool.connection() as conn:
+            row = conn.execute("SELECT 1 / 0" if src.name == REPLICA else "SELECT 1").fetchone()
+            return int(row[0])
+
+    said: list[str] = []
+    token = READ_FROM.set(said)
+    try:
+        assert container.model_read(read) == 1
+    finally:
+        READ_FROM.reset(token)
+    assert said == [PRIMARY]
+    assert container.replica.up
+    assert 'kwx_replica_fallbacks_total{reason="error"}' in setup.replicated.get("/metrics").text
+
+
+@pytest.mark.db
 def test_own_write_is_read_back_while_replay_is_paused(setup: Setup) -> None:
     """Replay paused on the replica: a new table's append, then its state at the new version and at
     its latest, come from the primary (after the bounded wait) and say the new version — never the
