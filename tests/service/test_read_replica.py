@@ -338,6 +338,32 @@ def test_replica_stopped_reads_use_the_primary_until_it_is_back(
 
 
 @pytest.mark.db
+def test_kwx_serve_with_two_workers_reads_from_the_replica(setup: Setup, tmp_path: Any) -> None:
+    """``kwx serve --workers 2`` with DATABASE_READ_URL: it says so at startup, and its workers
+    (each with its own replica pool) answer from the replica, byte for byte the primary's."""
+    import httpx
+
+    from tests.service.serving import serve_subprocess
+
+    out = tmp_path / "serve.out"
+    proc, base, _ = serve_subprocess(setup.pair.primary.url("kwx"), out, workers=2, KWX_PROJECTOR="off",
+                                     DATABASE_READ_URL=setup.pair.replica.url("kwx"),
+                                     KWX_LOG_LEVEL="warning")  # fmt: skip
+    try:
+        path = f"/v1/tables/{setup.table_id}/state?at=45"
+        for _ in range(4):  # (either worker may answer)
+            answer = httpx.get(base + path, headers=setup.keys["platform"], timeout=30)
+            assert answer.status_code == 200, answer.text
+            assert answer.headers["kwx-read-from"] == "replica"
+            assert answer.content == setup.get(setup.direct, "platform", path).content
+        assert httpx.get(base + "/v1/health", timeout=30).json()["replica"]["status"] == "ok"
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    assert "kwx: read replica postgresql://postgres@127.0.0.1:" in out.read_text()
+
+
+@pytest.mark.db
 def test_without_a_replica_every_read_says_primary(client: Any, platform: Headers, table_id: str) -> None:
     """DATABASE_READ_URL unset (the session's app): reads answer from the primary, health has no
     replica section."""
