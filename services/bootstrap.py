@@ -6,9 +6,10 @@ import time."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from psycopg_pool import ConnectionPool
 
@@ -20,6 +21,9 @@ from services.store.keys import KeyStore
 if TYPE_CHECKING:
     from projections.projector import Projector, ProjectorRunner
     from services.api.ratelimit import RateLimits
+    from services.replica import Replica, Source
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -36,6 +40,27 @@ class Container:
     projector_background: bool = True
     projector: Projector | None = None  # built by start_projector (or by a caller that sets it)
     projector_runner: ProjectorRunner | None = None  # while the thread runs
+    replica: Replica | None = None  # DATABASE_READ_URL (services/replica.py); None: reads on the primary
+
+    @cached_property
+    def primary(self) -> Source:
+        """The primary as a read source (services/replica.py)."""
+        from services.replica import PRIMARY, Source
+
+        return Source(PRIMARY, self.pool, self.store, self.engine)
+
+    def table_read(self, tenant: str, table_id: str, version: int, read: Callable[[Source], T]) -> T:
+        """``read(source)`` of a table that needs it up to ``version`` (its head on the primary):
+        the replica when it holds that version, else the primary (services/replica.py)."""
+        from services.replica import table_read
+
+        return table_read(self.primary, self.replica, tenant, table_id, version, read)
+
+    def model_read(self, read: Callable[[Source], T]) -> T:
+        """``read(source)`` of the read models: the replica when it is up, else the primary."""
+        from services.replica import model_read
+
+        return model_read(self.primary, self.replica, read)
 
     @cached_property
     def rate_limits(self) -> RateLimits | None:
@@ -66,6 +91,8 @@ class Container:
 
     def close(self) -> None:
         self.stop_projector()
+        if self.replica is not None:
+            self.replica.close()
         self.pool.close()
 
 
@@ -137,8 +164,15 @@ def bootstrap(settings: Settings | None = None, *, url: str | None = None, migra
     pool = make_pool(url, size=settings.pool_size, role=settings.db_role)
     engine = load_engine()
     store = EventStore(pool, engine, snapshot_every=settings.snapshot_every)
+    replica = None
+    if settings.database_read_url:  # never migrated: its schema streams from the primary
+        from services.replica import Replica
+
+        replica = Replica(settings.database_read_url, engine, size=settings.pool_size, role=settings.db_role,
+                          wait=settings.read_replica_wait)  # fmt: skip
     # The app's lifespan runs the projector as a thread unless KWX_PROJECTOR=off; `kwx serve` with
     # KWX_PROJECTOR=on (the default) runs it as a child process instead and turns this off.
     return Container(
-        settings, url, pool, engine, store, KeyStore(pool), projector_background=settings.projector != "off"
-    )
+        settings, url, pool, engine, store, KeyStore(pool), projector_background=settings.projector != "off",
+        replica=replica,
+    )  # fmt: skip

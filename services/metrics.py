@@ -20,6 +20,11 @@ What is measured, by name (units as Prometheus and OpenTelemetry name them: ``_s
   ``kwx_projection_stale{model}``, ``kwx_database_up``.
 * ``kwx_db_pool_connections{pool}``, ``kwx_db_pool_connections_in_use{pool}``,
   ``kwx_db_pool_waits_total{pool}`` (``pool``: ``sync``, or ``async`` for the append's own pool).
+* with a read replica (``DATABASE_READ_URL``, services/replica.py): ``kwx_replica_reads_total``
+  (reads it answered), ``kwx_replica_fallbacks_total{reason}`` (reads the primary answered
+  instead: ``down``, ``behind`` — not at the table's version within ``KWX_READ_REPLICA_WAIT`` —
+  or ``error``), ``kwx_replica_state_changes_total{to}`` (marked ``down``, ``up`` again); read at
+  each scrape: ``kwx_replica_up``, ``kwx_replica_lag_seconds``, ``kwx_replica_lag_bytes``.
 * ``kwx_chain_verification_failures_total``: tables whose hash chain failed a check in a serving
   process (the audit checks it).
 * ``kwx_feeds_open``: live feeds (``GET /v1/feed``, SSE streams and NDJSON long-polls) open now,
@@ -82,6 +87,12 @@ POOL_CONNECTIONS = Gauge(
 POOL_IN_USE = Gauge(
     "kwx_db_pool_connections_in_use", "Database connections lent out", ["pool"], multiprocess_mode="livesum"
 )
+REPLICA_READS = Counter("kwx_replica_reads", "Reads answered from the read replica (DATABASE_READ_URL)")
+REPLICA_FALLBACKS = Counter(
+    "kwx_replica_fallbacks", "Reads answered from the primary though a replica is configured, by reason "
+    "(down, behind: not at the table's version within KWX_READ_REPLICA_WAIT, error)", ["reason"],
+)  # fmt: skip
+REPLICA_UP_CHANGES = Counter("kwx_replica_state_changes", "The replica marked down or up again", ["to"])
 POOL_WAITS = Counter("kwx_db_pool_waits", "Requests for a connection that had to wait", ["pool"])
 
 # The append outcomes a refusal's error code maps to (anything else: "refused").
@@ -182,6 +193,29 @@ class _Default(Collector):
         yield from REGISTRY.collect()
 
 
+class _Replica(Collector):
+    """Read at each scrape, with a read replica (DATABASE_READ_URL): whether it is up, its lag."""
+
+    def __init__(self, replica: Any, pool: Any) -> None:
+        self.replica, self.pool = replica, pool
+
+    def collect(self) -> Iterable[Any]:
+        lag = self.replica.lag(self.pool)
+        up = GaugeMetricFamily("kwx_replica_up", "1 when the read replica answered this scrape, else 0")
+        up.add_metric([], 1 if lag["status"] == "ok" else 0)
+        yield up
+        if lag["lag_seconds"] is not None:
+            seconds = GaugeMetricFamily(
+                "kwx_replica_lag_seconds", "Age of the last transaction the replica replayed (0: idle)"
+            )
+            seconds.add_metric([], lag["lag_seconds"])
+            yield seconds
+        if lag["lag_bytes"] is not None:
+            behind = GaugeMetricFamily("kwx_replica_lag_bytes", "WAL the replica has yet to replay (bytes)")
+            behind.add_metric([], lag["lag_bytes"])
+            yield behind
+
+
 class _Database(Collector):
     """Read at each scrape: how far each read model is behind, its parked events, whether its
     checkpoint is stale, and whether the database answers. Log-wide numbers only (no tenant)."""
@@ -224,7 +258,7 @@ class _Database(Collector):
         yield from (up, lag, behind, parked, stale)
 
 
-def _registry(pool: Any) -> CollectorRegistry:
+def _registry(pool: Any, replica: Any = None) -> CollectorRegistry:
     """Every metric of this process (or, in multiprocess mode, every process's, summed), with the
     database's read at each scrape when ``pool`` is given."""
     registry = CollectorRegistry(auto_describe=False)
@@ -236,14 +270,16 @@ def _registry(pool: Any) -> CollectorRegistry:
         registry.register(_Default())
     if pool is not None:
         registry.register(_Database(pool))
+        if replica is not None:
+            registry.register(_Replica(replica, pool))
     return registry
 
 
-def render(pool: Any) -> bytes:
+def render(pool: Any, replica: Any = None) -> bytes:
     """The text exposition of :func:`_registry` (the pools' gauges set first)."""
     if pool is not None:
         POOLS.now()
-    return generate_latest(_registry(pool))
+    return generate_latest(_registry(pool, replica))
 
 
 def route_of(scope: dict[str, Any]) -> str | None:
@@ -253,8 +289,8 @@ def route_of(scope: dict[str, Any]) -> str | None:
     return path if isinstance(path, str) else None
 
 
-def serve_port(port: int, host: str, pool: Any) -> None:
+def serve_port(port: int, host: str, pool: Any, replica: Any = None) -> None:
     """``KWX_METRICS=PORT``: the same exposition on a port of its own (a thread of ``kwx serve``)."""
     from prometheus_client import start_http_server
 
-    start_http_server(port, addr=host, registry=_registry(pool))
+    start_http_server(port, addr=host, registry=_registry(pool, replica))

@@ -3,6 +3,8 @@
 | variable | default | meaning |
 |---|---|---|
 | ``DATABASE_URL`` | unset | PostgreSQL ≥ 15 (owner credentials: migrations run with them); unset → embedded |
+| ``DATABASE_READ_URL`` | unset | a streaming replica for reads (docs/SCALING.md); unset: all on the primary |
+| ``KWX_READ_REPLICA_WAIT`` | ``0.5`` | seconds a table read waits for the replica (then the primary) |
 | ``KWX_DATA_DIR`` | ``.kwx`` | where the embedded PostgreSQL keeps its data |
 | ``KWX_DB_ROLE`` | ``kwx_app`` | role the pool ``SET ROLE``s to (INSERT/SELECT only on events) |
 | ``KWX_POOL_SIZE`` | ``4`` | psycopg_pool max size *per process* (2 cores → 4 connections keep them busy) |
@@ -46,6 +48,8 @@ def available_cores() -> int:
 @dataclass(frozen=True, slots=True)
 class Settings:
     database_url: str | None = None
+    database_read_url: str | None = None  # a streaming replica for reads (services/replica.py)
+    read_replica_wait: float = 0.5
     data_dir: Path = Path(".kwx")
     db_role: str = "kwx_app"
     pool_size: int = 4
@@ -72,6 +76,10 @@ class Settings:
     metrics: str = "on"  # GET /metrics on the service's port; "off"; or a port number of its own
 
     def __post_init__(self) -> None:
+        if self.database_read_url is not None:
+            check_read_url(self.database_read_url)
+        if not 0 <= self.read_replica_wait <= 60:  # (NaN too)
+            raise ValueError(f"KWX_READ_REPLICA_WAIT={self.read_replica_wait}: expected seconds, 0 to 60")
         if self.workers is not None and self.workers < 1:
             raise ValueError(f"KWX_WORKERS={self.workers}: expected at least 1")
         if not self.body_timeout > 0:  # (NaN too)
@@ -133,6 +141,8 @@ class Settings:
     def _from_env(cls, env: Mapping[str, str]) -> Settings:
         return cls(
             database_url=env.get("DATABASE_URL") or None,
+            database_read_url=env.get("DATABASE_READ_URL") or None,
+            read_replica_wait=float(env.get("KWX_READ_REPLICA_WAIT") or 0.5),
             data_dir=Path(env.get("KWX_DATA_DIR") or ".kwx"),
             db_role=env.get("KWX_DB_ROLE") or "kwx_app",
             pool_size=int(env.get("KWX_POOL_SIZE") or 4),
@@ -158,6 +168,34 @@ class Settings:
             ready_max_lag=float(env.get("KWX_READY_MAX_LAG") or 60),
             metrics=(env.get("KWX_METRICS") or "on").strip().lower(),
         )
+
+
+def check_read_url(url: str) -> None:
+    """``DATABASE_READ_URL``: a ``postgresql://`` URL libpq can read (a mistyped one is a settings
+    error at startup, not a replica that is "down" for good). The message never repeats the URL:
+    it may carry a password."""
+    from urllib.parse import urlsplit
+
+    scheme = url.partition("://")[0] if "://" in url else ""
+    if scheme not in ("postgresql", "postgres"):
+        raise SettingsError(
+            "DATABASE_READ_URL: expected a PostgreSQL URL, postgresql://USER@HOST:PORT/DATABASE "
+            f"(got {'a ' + scheme + ':// URL' if scheme else 'no postgresql:// scheme'})"
+        )
+    try:
+        port = urlsplit(url).port
+    except ValueError as exc:
+        raise SettingsError(f"DATABASE_READ_URL: not a valid URL ({exc})") from None
+    if port == 0:
+        raise SettingsError("DATABASE_READ_URL: port 0 is not a port")
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(url)
+    except Exception as exc:
+        lines = str(exc).replace(url, "the URL").splitlines()
+        first = lines[0] if lines else type(exc).__name__
+        raise SettingsError(f"DATABASE_READ_URL: libpq cannot read it ({first[:120]})") from None
 
 
 def _rate(text: str | None, default: str) -> str:

@@ -41,7 +41,7 @@ from services.api import (
     timeline,
 )
 from services.api.answers import error_answer, retry_after
-from services.api.deps import ContentLanguage, read_lang
+from services.api.deps import ReadHeaders, read_lang
 from services.api.gate import ReadGate
 from services.bootstrap import Container
 from services.errors import ServiceError
@@ -105,7 +105,7 @@ def create_app(
     app.add_middleware(ReadGate)  # reads take turns, fairly by tenant; a backlog is a quick 503
     if fast_append:  # POST …/events without FastAPI's per-request machinery (False: tests compare)
         app.add_middleware(tables.FastAppend)
-    app.add_middleware(ContentLanguage)  # Content-Language / Vary of the reads (deps.read_lang)
+    app.add_middleware(ReadHeaders)  # Content-Language / Vary (deps.read_lang), Kwx-Read-From
     app.add_middleware(RequestContext)
     if (settings or getattr(container, "settings", None) or Settings()).metrics == "on":
         _add_metrics_route(app)
@@ -130,7 +130,7 @@ def _add_metrics_route(app: FastAPI) -> None:
     )  # fmt: skip
     def metrics_route(request: Request) -> Response:
         container = getattr(request.app.state, "container", None)
-        body = metrics.render(getattr(container, "pool", None))
+        body = metrics.render(getattr(container, "pool", None), getattr(container, "replica", None))
         return Response(body, media_type=metrics.CONTENT_TYPE)
 
 

@@ -14,8 +14,10 @@ from domain.rules import PRESETS
 from services.api.ratelimit import limits_of
 from services.bootstrap import Container
 from services.errors import Forbidden, InvalidTableId, Malformed, Unauthorized
+from services.replica import READ_FROM
 from services.store.keys import Principal
 
+READ_FROM_HEADER = b"kwx-read-from"  # primary / replica: which database answered (services/replica.py)
 TABLE_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_BIGINT = 2**63 - 1  # PostgreSQL bigint: the bound of every position / entry number in a query
 
@@ -109,7 +111,7 @@ def check_preset(preset: str | None) -> str | None:
 
 
 # ------------------------------------------------------------------------------- the language
-LANG_SCOPE_KEY = "kwx.lang"  # the language a read chose, for ContentLanguage (request scope)
+LANG_SCOPE_KEY = "kwx.lang"  # the language a read chose, for ReadHeaders (request scope)
 
 
 async def read_lang(
@@ -123,7 +125,7 @@ async def read_lang(
     Chinese is preferred over English), else en; a bad ``lang`` is 422 naming ``query.lang``. Added
     to the read routers as a router-level dependency; a route whose text has a language takes it as
     a parameter too (``Depends(read_lang)``, resolved once). The answer carries
-    ``Content-Language`` and ``Vary: Accept-Language`` (:class:`ContentLanguage`)."""
+    ``Content-Language`` and ``Vary: Accept-Language`` (:class:`ReadHeaders`)."""
     from projections.wording import language
 
     chosen = lang or language(request.headers.get("accept-language"))
@@ -131,9 +133,11 @@ async def read_lang(
     return chosen
 
 
-class ContentLanguage:
-    """Pure ASGI middleware: an answer to a request that went through :func:`read_lang` carries
-    ``Content-Language`` and ``Vary: Accept-Language`` (unless the route set them itself)."""
+class ReadHeaders:
+    """Pure ASGI middleware for the reads' own headers: an answer to a request that went through
+    :func:`read_lang` carries ``Content-Language`` and ``Vary: Accept-Language`` (unless the route
+    set them itself); an answer read from a database says which one, ``Kwx-Read-From: primary``
+    or ``replica`` (``services.replica.READ_FROM``: the read says where it ran)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -142,17 +146,24 @@ class ContentLanguage:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        read_from: list[str] = []
+        token = READ_FROM.set(read_from)
 
-        async def send_with_language(message: Message) -> None:
+        async def send_with_headers(message: Message) -> None:
             lang = scope.get(LANG_SCOPE_KEY)
-            if message["type"] == "http.response.start" and lang is not None:
+            if message["type"] == "http.response.start" and (lang is not None or read_from):
                 headers = list(message.get("headers", []))
                 names = {k.lower() for k, _ in headers}
-                if b"content-language" not in names:
+                if lang is not None and b"content-language" not in names:
                     headers.append((b"content-language", str(lang).encode()))
-                if b"vary" not in names:
+                if lang is not None and b"vary" not in names:
                     headers.append((b"vary", b"Accept-Language"))
+                if read_from:  # one name; both, in the order used, if one request read from each
+                    headers.append((READ_FROM_HEADER, ", ".join(dict.fromkeys(read_from)).encode()))
                 message["headers"] = headers
             await send(message)
 
-        await self.app(scope, receive, send_with_language)
+        try:
+            await self.app(scope, receive, send_with_headers)
+        finally:
+            READ_FROM.reset(token)

@@ -174,20 +174,13 @@ def _page(
     if s is not None and u is not None and s > u:
         raise Malformed(f"since {since} is after until {until}: an empty period", field="query.since")
     mask, before = has_mask(has), decode_cursor(cursor)
-    items, next_seq = reading(
-        container.pool,
-        lambda conn: discovery_queries.tables(
-            conn,
-            tenant,
-            player=player,
-            preset=preset,
-            since=s,
-            until=u,
-            mask=mask,
-            before=before,
-            limit=limit,
-        ),
-    )
+
+    def query(conn: Any) -> Any:
+        return discovery_queries.tables(conn, tenant, player=player, preset=preset, since=s, until=u,
+                                        mask=mask, before=before, limit=limit)  # fmt: skip
+
+    # a read model: on the replica when one is configured and up (services/replica.py)
+    items, next_seq = container.model_read(lambda src: reading(src.pool, query))
     return _json({"tables": items, "next_cursor": encode_cursor(next_seq) if next_seq is not None else None})
 
 
@@ -245,8 +238,10 @@ def table_hands(
     """Each hand of the table in order: what a replay page's hand list needs in one call."""
     require_role(principal, *_ROLES)
     check_table_id(table_id)
-    table, items, next_after = reading(
-        container.pool, lambda conn: discovery_queries.hands(conn, principal.tenant, table_id, after, limit)
+    table, items, next_after = container.model_read(
+        lambda src: reading(
+            src.pool, lambda conn: discovery_queries.hands(conn, principal.tenant, table_id, after, limit)
+        )
     )
     if table is None:
         raise NotFound(f"no table {table_id!r} with hands")

@@ -34,6 +34,7 @@ from services.api import schemas
 from services.api.deps import TableId, get_container, get_principal, read_lang
 from services.bootstrap import Container
 from services.errors import NotFound
+from services.replica import Source
 from services.store import chain_reads, export
 from services.store.keys import Principal
 
@@ -57,12 +58,13 @@ _NDJSON = {
 
 
 def _lines(
-    container: Container, tenant: str, table_id: str, first: int, last: int, head_line: bytes, previous: bytes
+    src: Container | Source, tenant: str, table_id: str, first: int, last: int, head_line: bytes,
+    previous: bytes,
 ) -> Iterator[bytes]:
     yield head_line
     after = first - 1
     while after < last:
-        page = chain_reads.hashed_page(container.pool, tenant, table_id, after, last, PAGE)
+        page = chain_reads.hashed_page(src.pool, tenant, table_id, after, last, PAGE)
         if not page:
             return
         chunk = []
@@ -94,23 +96,20 @@ def table_export(
 
     head = table_of(container, principal, table_id, *_EXPORT_ROLES)
     tenant = principal.tenant
-    genesis = chain_reads.hash_before(container.pool, tenant, table_id, 1)
-    line = export.head_line(
-        scope="table", table_id=table_id, hand=None, version=head.version, head_hash=head.last_hash,
-        first_version=1, last_version=head.version, previous=genesis, last_hash=head.last_hash,
-        opened=chain_reads.opened(container.pool, tenant, table_id),
-    )  # fmt: skip
-    return _stream(_lines(container, tenant, table_id, 1, head.version, line, genesis), table_id)
+
+    def build(src: Source) -> Response:
+        genesis = chain_reads.hash_before(src.pool, tenant, table_id, 1)
+        line = export.head_line(
+            scope="table", table_id=table_id, hand=None, version=head.version, head_hash=head.last_hash,
+            first_version=1, last_version=head.version, previous=genesis, last_hash=head.last_hash,
+            opened=chain_reads.opened(src.pool, tenant, table_id),
+        )  # fmt: skip
+        return _stream(_lines(src, tenant, table_id, 1, head.version, line, genesis), table_id)
+
+    # events 1 … head: on the replica once it holds them (services/replica.py)
+    return container.table_read(tenant, table_id, head.version, build)
 
 
-def _hand_of(container: Container, principal: Principal, table_id: str, hand: int, *roles: str) -> Any:
-    from services.api.read import table_of
-
-    head = table_of(container, principal, table_id, *roles)
-    found = chain_reads.hand_range(container.pool, principal.tenant, table_id, hand, head.version)
-    if found is None:
-        raise NotFound(f"table {table_id!r} has no hand {hand}")
-    return head, found
 
 
 @router.get(
@@ -125,16 +124,26 @@ def hand_export(
 ) -> Response:
     """The hand's events with their chain hashes, from the stored hash just before its first event
     (the head line's `previous`); the table's head hash is stated in the head line."""
-    head, (first, last) = _hand_of(container, principal, table_id, hand, *_EXPORT_ROLES)
+    from services.api.read import table_of
+
+    head = table_of(container, principal, table_id, *_EXPORT_ROLES)
     tenant = principal.tenant
-    previous = chain_reads.hash_before(container.pool, tenant, table_id, first)
-    last_hash = chain_reads.hash_before(container.pool, tenant, table_id, last + 1)
-    line = export.head_line(
-        scope="hand", table_id=table_id, hand=hand, version=head.version, head_hash=head.last_hash,
-        first_version=first, last_version=last, previous=previous, last_hash=last_hash,
-        opened=chain_reads.opened(container.pool, tenant, table_id),
-    )  # fmt: skip
-    return _stream(_lines(container, tenant, table_id, first, last, line, previous), table_id, hand)
+
+    def build(src: Source) -> Response:
+        found = chain_reads.hand_range(src.pool, tenant, table_id, hand, head.version)
+        if found is None:
+            raise NotFound(f"table {table_id!r} has no hand {hand}")
+        first, last = found
+        previous = chain_reads.hash_before(src.pool, tenant, table_id, first)
+        last_hash = chain_reads.hash_before(src.pool, tenant, table_id, last + 1)
+        line = export.head_line(
+            scope="hand", table_id=table_id, hand=hand, version=head.version, head_hash=head.last_hash,
+            first_version=first, last_version=last, previous=previous, last_hash=last_hash,
+            opened=chain_reads.opened(src.pool, tenant, table_id),
+        )  # fmt: skip
+        return _stream(_lines(src, tenant, table_id, first, last, line, previous), table_id, hand)
+
+    return container.table_read(tenant, table_id, head.version, build)
 
 
 # ----------------------------------------------------------------------------------- report
@@ -191,6 +200,17 @@ def hand_report(
 ) -> Response:
     """Support keys only. Everything an agent sends a player about one hand, with each event's chain
     hash and the table's head hash so the player can check it (docs/verify.md)."""
+    from services.api import read
+
+    head = read.table_of(container, principal, table_id, "support")
+    tenant = principal.tenant
+    # everything below on the replica once it holds the table's head (services/replica.py)
+    return container.table_read(tenant, table_id, head.version,
+                                lambda src: _report(src, table_id, hand, head, tenant, language))  # fmt: skip
+
+
+def _report(src: Source, table_id: str, hand: int, head: Any, tenant: str, language: str) -> Response:
+    """The hand's report, read from ``src``."""
     from domain.events import SettlementReported, decode
     from projections import hand_audit
     from services.api import read
@@ -199,33 +219,31 @@ def hand_report(
     from services.store import chain
     from services.store.hand_span import reports_after
 
-    head = read.table_of(container, principal, table_id, "support")
-    tenant = principal.tenant
     # The hand's events from its snapshot (projections/hand_reads.py, as its settlement, audit and
     # timeline read them): the audit's entries of the hand (rulings, 漏胡, kong chains, wall) and
     # its settlement from that one fold (projections/hand_audit.py); the reports of the hand made
     # after its last event (a settlement_reported may come after the next hand started) read apart.
-    got = hand_events(container, tenant, table_id, hand, head.version)
+    got = hand_events(src, tenant, table_id, hand, head.version)
     if got.first is None:
         raise NotFound(f"table {table_id!r} has no hand {hand}")
     first, last = got.first, got.last
     late: list[Any] = []
     if last < head.version:
-        stored = reading(container.pool, lambda c: reports_after(c, tenant, table_id, last, hand))
+        stored = reading(src.pool, lambda c: reports_after(c, tenant, table_id, last, hand))
         for version, text in stored:
             event = decode(text)
             if isinstance(event, SettlementReported):
                 late.append(hand_audit.reported_of(version, event))
-    state, whole = hand_audit.fold_hand(container.engine, table_id, got, late, {}, head.version, language)
+    state, whole = hand_audit.fold_hand(src.engine, table_id, got, late, {}, head.version, language)
     by_version = {v: e for v, e, _ in got.events}
     ruling_of = {v: r for v, _, r in got.events}
     settled = read._find(state.settlements, hand)
     settlement = read._derivation(settled, by_version, state.rulings) if settled is not None else None
 
-    previous = chain_reads.hash_before(container.pool, tenant, table_id, first)
+    previous = chain_reads.hash_before(src.pool, tenant, table_id, first)
     start, computed, verified = previous, previous, True
     rows: list[dict[str, Any]] = []
-    hashed = {v: (c, h) for v, c, h in _hashed(container, tenant, table_id, first, last)}
+    hashed = {v: (c, h) for v, c, h in _hashed(src, tenant, table_id, first, last)}
     for version in range(first, last + 1):
         canonical, stored_hash = hashed[version]
         computed = chain.link(computed, canonical)
@@ -276,11 +294,11 @@ _FORMULA = "h_0 = SHA-256('kwx-chain-v1:' + table_id); h_n = SHA-256(h_(n-1) + c
 _HOW = "GET …/hands/{n}/export, then kwx verify --file EXPORT --head HEAD (docs/verify.md)"
 
 
-def _hashed(container: Container, tenant: str, table_id: str, first: int, last: int) -> list[Any]:
+def _hashed(src: Container | Source, tenant: str, table_id: str, first: int, last: int) -> list[Any]:
     out: list[Any] = []
     after = first - 1
     while after < last:
-        page = chain_reads.hashed_page(container.pool, tenant, table_id, after, last, PAGE)
+        page = chain_reads.hashed_page(src.pool, tenant, table_id, after, last, PAGE)
         if not page:
             break
         out += page

@@ -19,6 +19,7 @@ from services.api.deps import TableId, get_container, get_principal, read_lang
 from services.bootstrap import Container
 from services.db import reading
 from services.errors import NotFound
+from services.replica import Source
 from services.store.keys import Principal
 
 _encoder = msgspec.json.Encoder()
@@ -30,14 +31,15 @@ router = APIRouter(
 )
 
 
-def hand_events(container: Container, tenant: str, table_id: str, hand: int, head: int) -> Any:
+def hand_events(src: Container | Source, tenant: str, table_id: str, hand: int, head: int) -> Any:
     """The :class:`projections.hand_reads.HandEvents` of the tenant's table's hand ``hand`` (a
-    table whose last event is ``head``): the snapshot located on one pooled connection, given
+    table whose last event is ``head``), read from ``src`` (the container: the primary; or the
+    source ``Container.table_read`` chose): the snapshot located on one pooled connection, given
     back before the events are read (each page on its own). ``.first is None``: no such hand."""
     from projections import hand_reads
 
-    span = reading(container.pool, lambda conn: hand_reads.locate(conn, tenant, table_id, hand))
-    return hand_reads.load(span, container.store, container.engine, tenant, table_id, head)
+    span = reading(src.pool, lambda conn: hand_reads.locate(conn, tenant, table_id, hand))
+    return hand_reads.load(span, src.store, src.engine, tenant, table_id, head)
 
 
 @router.get(
@@ -62,12 +64,12 @@ async def hand_audit(
     head = await run_in_threadpool(table_of, container, principal, table_id, "support")
     tenant = principal.tenant
 
-    def build() -> dict[str, Any]:
+    def build(src: Source) -> dict[str, Any]:
         from domain.events import SettlementReported, decode
         from projections import hand_audit
         from services.store.hand_span import reports_after, verify_span
 
-        got = hand_events(container, tenant, table_id, hand, head.version)
+        got = hand_events(src, tenant, table_id, hand, head.version)
         if got.first is None:
             raise NotFound(f"no hand {hand} at table {table_id!r}")
 
@@ -76,7 +78,7 @@ async def hand_audit(
             late = reports_after(conn, tenant, table_id, got.last, hand) if got.last < head.version else []
             return chain, late
 
-        chain, late = reading(container.pool, store_reads)
+        chain, late = reading(src.pool, store_reads)
         reported = []
         for version, body in late:
             event = decode(body)
@@ -84,7 +86,7 @@ async def hand_audit(
                 reported.append(hand_audit.reported_of(version, event))
         return hand_audit.build_hand(container.engine, table_id, got, reported, chain, head.version, language)
 
-    body = await run_in_threadpool(build)
+    body = await run_in_threadpool(container.table_read, tenant, table_id, head.version, build)
     return Response(
         _encoder.encode(body),
         media_type="application/json",

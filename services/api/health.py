@@ -1,6 +1,8 @@
 """``/v1/health``: no key needed; says whether the database answers, and how fresh the read models
 are (``projections``: caught up, or how long ago the oldest event they lack was recorded; how many
-events are parked — a count only, no tenant or table; which checkpoints are stale).
+events are parked — a count only, no tenant or table; which checkpoints are stale); with a read
+replica (``DATABASE_READ_URL``), ``replica``: up or down and its lag behind the primary, in
+seconds and bytes of WAL (services/replica.py). A replica down is no 503: reads use the primary.
 
 ``/v1/health/live`` and ``/v1/health/ready`` (issue 15): liveness (the process answers; no database
 call, so a slow database never gets a healthy process restarted) and readiness (the database
@@ -48,6 +50,8 @@ def health(container: Annotated[Container, Depends(get_container)]) -> JSONRespo
         message = error["message"] if status == 503 else "the database does not answer; retry"
         body.update(status="unavailable", database="unreachable", error="unavailable", message=message)
         return JSONResponse(body, status_code=503, headers={"Retry-After": RETRY_AFTER[1].decode()})
+    if container.replica is not None:  # DATABASE_READ_URL: how far behind it is (down: reads use the primary)
+        body["replica"] = container.replica.lag(container.pool)
     return JSONResponse(body)
 
 

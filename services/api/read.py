@@ -39,6 +39,7 @@ from services.db import reading
 from services.engine_adapter import Engine
 from services.errors import BadRules, Malformed, NotFound
 from services.logs import get_logger
+from services.replica import PRIMARY, Source, said
 from services.store.keys import Principal
 from services.store.reads import wire
 
@@ -66,18 +67,20 @@ def table_of(container: Container, principal: Principal, table_id: str, *roles: 
     require_role(principal, *roles)
     head = container.store.head(principal.tenant, table_id)
     if head is None or head.version == 0:
+        said(PRIMARY)  # the head is always read on the primary: so is this answer
         raise NotFound(f"no table {table_id!r}")
     return head
 
 
-def _events(container: Container, tenant: str, table_id: str, upto: int) -> list[Any]:
-    """(version, decoded event, ruling JSON) of events 1..upto."""
+def _events(src: Container | Source, tenant: str, table_id: str, upto: int) -> list[Any]:
+    """(version, decoded event, ruling JSON) of events 1..upto, read from ``src`` (the primary or
+    the replica: ``Container.table_read``)."""
     from domain.events import decode
 
     out: list[Any] = []
     after = 0
     while after < upto:
-        page = container.store.read_table(tenant, table_id, after, min(1000, upto - after))
+        page = src.store.read_table(tenant, table_id, after, min(1000, upto - after))
         if not page:
             break
         for r in page:
@@ -88,7 +91,7 @@ def _events(container: Container, tenant: str, table_id: str, upto: int) -> list
 
 
 # ------------------------------------------------------------------------------- NDJSON export
-def ndjson_events(container: Container, tenant: str, table_id: str, after: int = 0) -> StreamingResponse:
+def ndjson_events(src: Container | Source, tenant: str, table_id: str, after: int = 0) -> StreamingResponse:
     """Every event of the table after version ``after`` as JSON lines (``Accept:
     application/x-ndjson`` on ``GET /v1/tables/{id}/events``), read in pages of 1000 while it
     streams, so a long table never sits in memory. Each line is one item of the JSON page; each
@@ -98,7 +101,7 @@ def ndjson_events(container: Container, tenant: str, table_id: str, after: int =
     def lines() -> Iterator[bytes]:
         last = after
         while True:
-            page = container.store.read_table(tenant, table_id, last, 1000)
+            page = src.store.read_table(tenant, table_id, last, 1000)
             if not page:
                 return
             yield b"".join(_encoder.encode(wire(r)) + b"\n" for r in page)
@@ -130,11 +133,16 @@ def table_state(
     from projections import replay, views
 
     engine = container.engine
-    # The snapshot on one pooled connection, given back before the events are read (each page on
-    # its own): never two connections held at once (issue 11 §3)
     tenant = principal.tenant
-    snap = reading(container.pool, lambda conn: replay.latest_snapshot(conn, tenant, table_id, version))
-    state, start = replay.state_at(snap, container.store, engine, tenant, table_id, version)
+
+    def fold(src: Source) -> Any:
+        # The snapshot on one pooled connection, given back before the events are read (each page
+        # on its own): never two connections held at once (issue 11 §3)
+        snap = reading(src.pool, lambda conn: replay.latest_snapshot(conn, tenant, table_id, version))
+        return replay.state_at(snap, src.store, engine, tenant, table_id, version)
+
+    # on the replica once it holds the table up to `version` (services/replica.py)
+    state, start = container.table_read(tenant, table_id, version, fold)
     if seat is not None:
         body = views.seat_view(state, seat)
     elif principal.role == "support":
@@ -279,15 +287,20 @@ def hand_settlement(
     head = table_of(container, principal, table_id, "platform", "support")
     override = _rules_override(request, rules)
     engine = container.engine
+    tenant = principal.tenant
     if override is None:  # hand n's events only, from its snapshot (services/api/hand_reads.py)
         from services.api.hand_reads import hand_events
 
-        got = hand_events(container, principal.tenant, table_id, hand, head.version)
+        got = container.table_read(
+            tenant, table_id, head.version, lambda src: hand_events(src, tenant, table_id, hand, head.version)
+        )
         events = []
         by_version = {v: e for v, e, _ in got.events}
         state = got.final(engine)
     else:  # what-if: other rules may change every hand before this one, so the whole table
-        stored = _events(container, principal.tenant, table_id, head.version)
+        stored = container.table_read(
+            tenant, table_id, head.version, lambda src: _events(src, tenant, table_id, head.version)
+        )
         events = [e for _, e, _, _ in stored]
         by_version = {v: e for v, e, _, _ in stored}
         state = _fold(engine, events)
@@ -352,9 +365,9 @@ async def table_audit(
     head = await run_in_threadpool(table_of, container, principal, table_id, "support")
     from projections import audit
 
-    def build() -> dict[str, Any]:
-        stored = _events(container, principal.tenant, table_id, head.version)
-        _tables, checked, problems = container.store.verify(table_id, tenant=principal.tenant)
+    def build(src: Source) -> dict[str, Any]:
+        stored = _events(src, principal.tenant, table_id, head.version)
+        _tables, checked, problems = src.store.verify(table_id, tenant=principal.tenant)
         chain = {"ok": not problems, "events_checked": checked,
                  "first_broken": ({"version": problems[0].version, "reason": problems[0].reason}
                                   if problems else None)}  # fmt: skip
@@ -367,7 +380,7 @@ async def table_audit(
             lang,
         )
 
-    body = await run_in_threadpool(build)
+    body = await run_in_threadpool(container.table_read, principal.tenant, table_id, head.version, build)
     return Response(
         _encoder.encode(body),
         media_type="application/json",

@@ -555,8 +555,28 @@ def responses(answer: type, description: str = "Successful Response") -> dict[in
     return {200: {"description": description, "content": {"application/json": {"schema": ref}}}}
 
 
+# The operations whose answers say where they were read (services/replica.py: a table's reads and
+# the read models'), by operationId prefix; their 200 documents the Kwx-Read-From header.
+READ_FROM_OPERATIONS = ("read-", "tables-read_events", "export-", "stats-", "discovery-")
+READ_FROM_HEADER = {
+    "description": "which database answered: `primary`, or `replica` with DATABASE_READ_URL (a table's "
+    "read only once the replica holds the table up to the version it needs; docs/SCALING.md)",
+    "schema": {"type": "string", "enum": ["primary", "replica"]},
+}
+
+
+def _document_read_from(schema: dict[str, Any]) -> None:
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            if str(operation.get("operationId", "")).startswith(READ_FROM_OPERATIONS):
+                ok = operation.get("responses", {}).get("200")
+                if ok is not None:
+                    ok.setdefault("headers", {})["Kwx-Read-From"] = READ_FROM_HEADER
+
+
 def install(app: Any) -> None:
-    """Add :func:`components` to ``app``'s OpenAPI document (once, when it is first built)."""
+    """Add :func:`components` to ``app``'s OpenAPI document (once, when it is first built), and the
+    ``Kwx-Read-From`` header to the reads' 200 answers."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -566,6 +586,7 @@ def install(app: Any) -> None:
             for name, component in components().items():
                 if known.setdefault(name, component) != component:
                     raise RuntimeError(f"two OpenAPI components named {name!r}: rename one")
+            _document_read_from(schema)
             app.openapi_schema = schema
         return app.openapi_schema  # type: ignore[no-any-return]
 

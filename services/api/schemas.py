@@ -117,12 +117,32 @@ class ParkedEvents(BaseModel):
     parked: list[ParkedEvent]
 
 
+class ReplicaHealth(BaseModel):
+    status: str = Field(
+        description='"ok"; "down" (every read goes to the primary until it is back); "error" (it '
+        "answers, but not the lag query)"
+    )
+    in_recovery: bool | None = Field(description="true for a streaming replica (false: it is not one)")
+    lag_seconds: float | None = Field(
+        description="0 when it has replayed all the WAL it received, else the age of the last "
+        "transaction it replayed"
+    )
+    lag_bytes: int | None = Field(
+        description="the primary's WAL position minus the replica's replay position"
+    )
+    replay_paused: bool | None = Field(description="replay paused on the replica (pg_wal_replay_pause)")
+
+
 class Health(BaseModel):
     status: str
     database: str
     engine: str
     projections: ProjectionsHealth | None = Field(
         None, description="the read models' freshness (absent when the database does not answer)"
+    )
+    replica: ReplicaHealth | None = Field(
+        None, description="the read replica (DATABASE_READ_URL) and its lag; absent without one. The "
+        "read models' freshness on it is the projector's lag plus the replica's",
     )
 
 

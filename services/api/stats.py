@@ -22,8 +22,9 @@ with the one retry after a lost connection (``services.db.reading``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 from fastapi import APIRouter, Depends, Query, Response
@@ -55,10 +56,17 @@ router = APIRouter(
 )
 _encoder = msgspec.json.Encoder()
 _ALL_ROLES = ("platform", "support", "dashboard")
+T = TypeVar("T")
 
 
 def _json(body: Any) -> Response:
     return Response(_encoder.encode(body), media_type="application/json")
+
+
+def _models(container: Container, query: Callable[[Any], T]) -> T:
+    """A read model query, on the replica when one is configured and up (services/replica.py):
+    these models are behind the log anyway, by the projector's lag and the replica's."""
+    return container.model_read(lambda src: reading(src.pool, query))
 
 
 @router.get(
@@ -78,7 +86,7 @@ def player_statistics(
     require_role(principal, *_ALL_ROLES)
     check_player_id(player_id)
     check_preset(preset)
-    answer = reading(container.pool, PlayerStats(principal.tenant, player_id, preset))
+    answer = _models(container, PlayerStats(principal.tenant, player_id, preset))
     if answer is None:
         raise NotFound(f"no statistics for player {player_id!r}")
     return _json(answer)
@@ -86,7 +94,7 @@ def player_statistics(
 
 def _ledger(container: Container, tenant: str, kind: str, account: str, after: int, limit: int) -> Response:
     """One account's page (:class:`projections.queries.ledger.LedgerPage`): both ledger routes."""
-    answer = reading(container.pool, LedgerPage(tenant, kind, account, after, limit))
+    answer = _models(container, LedgerPage(tenant, kind, account, after, limit))
     if answer is None:
         raise NotFound(f"no ledger for {account!r}")
     return _json(answer)
@@ -198,9 +206,8 @@ def leaderboard(
     first, last = _day(since, "query.since"), _day(until, "query.until")
     if first is not None and last is not None and first > last:
         raise Malformed(f"since {since} is after until {until}: an empty period", field="query.since")
-    board = reading(
-        container.pool,
-        Leaderboard(principal.tenant, by, order, preset, first, last, min_hands, offset, limit),
+    board = _models(
+        container, Leaderboard(principal.tenant, by, order, preset, first, last, min_hands, offset, limit)
     )
     return _json({"by": by, "order": order, "preset": preset, "since": since, "until": until,
                   "min_hands": min_hands, "offset": offset, "limit": limit, **board})  # fmt: skip
@@ -223,4 +230,4 @@ def discrepancy_feed(
     """The tenant's feed in the order kwx learned the entries: `seq` 1, 2, … counts this tenant's
     discrepancies only; `caught_up`: every event of the tenant stored so far is in the feed."""
     require_role(principal, "support", "platform")
-    return _json(reading(container.pool, FeedPage(principal.tenant, after, limit)))
+    return _json(_models(container, FeedPage(principal.tenant, after, limit)))

@@ -257,9 +257,17 @@ def read_events(
     from services.api.read import ndjson_events, table_of
 
     head = table_of(container, principal, table_id, "platform", "support")
+    tenant = principal.tenant
     if accept is not None and "application/x-ndjson" in accept:  # bulk export (issue 4): services/api/read.py
-        return ndjson_events(container, principal.tenant, table_id, after)
-    rows = container.store.read_table(principal.tenant, table_id, after, limit + 1)
+        return container.table_read(
+            tenant, table_id, head.version, lambda src: ndjson_events(src, tenant, table_id, after)
+        )
+    # The page needs the table up to the last row it may hold (or its head): on the replica once it
+    # has replayed that far (services/replica.py), the same rows as the primary's
+    needs = min(head.version, after + limit + 1)
+    rows = container.table_read(
+        tenant, table_id, needs, lambda src: src.store.read_table(tenant, table_id, after, limit + 1)
+    )
     more = len(rows) > limit
     rows = rows[:limit]
     page = {

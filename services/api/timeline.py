@@ -107,7 +107,10 @@ def hand_timeline(
     head = table_of(container, principal, table_id, "support")
     from projections import timeline
 
-    got = hand_events(container, principal.tenant, table_id, hand, head.version)
+    tenant = principal.tenant
+    got = container.table_read(  # the replica once it holds the table's head (services/replica.py)
+        tenant, table_id, head.version, lambda src: hand_events(src, tenant, table_id, hand, head.version)
+    )
     if got.first is None:
         raise NotFound(f"no hand {hand} of {table_id!r}")
     state, first, rest = got.opening(container.engine)

@@ -64,6 +64,12 @@ def run(args: argparse.Namespace) -> int:
     created = not settings.database_url and not embedded_exists(settings)
     container = bootstrap(settings)  # starts the embedded PostgreSQL if needed (creates it), migrates
     print(f"kwx: {'created ' if created else ''}database {where(settings, container.database_url)}, migrated")
+    if settings.database_read_url:  # services/replica.py; docs/SCALING.md, A streaming read replica
+        from services.db import describe
+
+        wait = settings.read_replica_wait
+        print(f"kwx: read replica {describe(settings.database_read_url)} (DATABASE_READ_URL): table reads "
+              f"wait up to {wait:g} s for it (KWX_READ_REPLICA_WAIT), then the primary")  # fmt: skip
     from services import compiled_engine
 
     form = "compiled with mypyc" if compiled_engine.active() else "interpreted"
@@ -153,7 +159,7 @@ def _metrics_line(settings: Settings, host: str, port: int, container: Any) -> s
         return f"http://{host}:{port}/metrics (every worker and the projector counted)"
     from services import metrics
 
-    metrics.serve_port(own, host, getattr(container, "pool", None))
+    metrics.serve_port(own, host, getattr(container, "pool", None), getattr(container, "replica", None))
     return f"http://{host}:{own}/metrics (a port of its own: KWX_METRICS={own})"
 
 

@@ -133,6 +133,9 @@ def test_building_the_cli_imports_neither_the_web_stack_nor_the_database_driver(
         ("KWX_READ_WAIT", "0", "KWX_READ_WAIT=0.0: expected seconds, more than 0"),
         ("KWX_READ_CONCURRENCY", "0", "KWX_READ_CONCURRENCY=0: expected at least 1"),
         ("KWX_PROJECTOR", "maybe", "KWX_PROJECTOR='maybe': expected on, thread or off"),
+        ("DATABASE_READ_URL", "mysql://u@h/db", "DATABASE_READ_URL: expected a PostgreSQL URL"),
+        ("DATABASE_READ_URL", "postgresql://u@h:x/db", "DATABASE_READ_URL: not a valid URL"),
+        ("KWX_READ_REPLICA_WAIT", "soon", "KWX_READ_REPLICA_WAIT='soon'"),
     ],
 )
 def test_a_setting_kwx_cannot_read_is_named_with_exit_2_and_no_traceback(
