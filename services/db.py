@@ -164,11 +164,23 @@ def reachability(url: str) -> Reachability:
     return _REACHABILITY.setdefault(url, Reachability())
 
 
+# A Citus coordinator reports a worker lost while its transaction commits as an internal error
+# (SQLSTATE XX000) with one of these messages (Citus's placement_connection.c and
+# remote_transaction.c): the worker's part may have committed or not, like a connection lost at
+# COMMIT on one node (docs/SCALING.md, A worker down).
+CITUS_WORKER_LOST = (
+    "could not commit transaction for shard ",
+    "failure on connection marked as essential",
+)
+
+
 def connection_lost(exc: BaseException) -> bool:
-    """``exc`` says the connection itself broke (the server ended the session, a restart, the network),
-    not that a statement failed on a working connection (a timeout, a conflict): a statement on a
-    new connection may succeed. A pool timeout is not a lost connection (retrying it doubles the
-    wait)."""
+    """``exc`` says the connection itself broke (the server ended the session, a restart, the network;
+    on Citus, the coordinator's connection to a worker at COMMIT), not that a statement failed on a
+    working connection (a timeout, a conflict): a statement on a new connection may succeed. A pool
+    timeout is not a lost connection (retrying it doubles the wait)."""
+    if isinstance(exc, psycopg.errors.InternalError_):
+        return any(message in str(exc) for message in CITUS_WORKER_LOST)
     if not isinstance(exc, psycopg.OperationalError) or isinstance(exc, PoolTimeout):
         return False
     state = exc.sqlstate

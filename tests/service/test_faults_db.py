@@ -804,7 +804,7 @@ def test_a_read_whose_session_dies_mid_query_is_read_once_more(database_url: str
 
 def _terminate(url: str, pid: int) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        conn.execute("SELECT pg_terminate_backend(%s::int)", (pid,))
 
 
 def _terminate_when_asleep(url: str, pid: int) -> None:
@@ -817,7 +817,9 @@ def _terminate_when_asleep(url: str, pid: int) -> None:
             return row is not None and "pg_sleep" in row[0]
 
         wait_for(asleep, 60, f"backend {pid} never ran its pg_sleep")
-        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        # ``::int``: psycopg sends a small Python int as smallint, which Citus's extra
+        # pg_terminate_backend(bigint, bigint) makes ambiguous ("function is not unique")
+        conn.execute("SELECT pg_terminate_backend(%s::int)", (pid,))
 
 
 # --------------------------------------------------------------------------- the pool's mechanics
