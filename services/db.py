@@ -164,13 +164,17 @@ def reachability(url: str) -> Reachability:
     return _REACHABILITY.setdefault(url, Reachability())
 
 
-# A Citus coordinator reports a worker lost while its transaction commits as an internal error
-# (SQLSTATE XX000) with one of these messages (Citus's placement_connection.c and
-# remote_transaction.c): the worker's part may have committed or not, like a connection lost at
-# COMMIT on one node (docs/SCALING.md, A worker down).
+# A Citus coordinator reports some losses of its connection to a worker as an internal error
+# (SQLSTATE XX000) with one of these messages: at COMMIT (Citus's placement_connection.c and
+# remote_transaction.c: the worker's part may have committed or not, like a connection lost at
+# COMMIT on one node), and a worker's session ended mid-statement when libpq gave no SQLSTATE
+# (remote_commands.c's ReportResultError then relays the connection's own message). Seen with a
+# worker stopped under ingest (tests/citus_test_faults.py; docs/SCALING.md, A worker down).
 CITUS_WORKER_LOST = (
     "could not commit transaction for shard ",
     "failure on connection marked as essential",
+    "terminating connection due to administrator command",
+    "server closed the connection unexpectedly",
 )
 
 

@@ -385,3 +385,112 @@ def test_a_worker_stopped_during_concurrent_ingest(served: Served, mode: str) ->
           f"{seen['projector caught up in s']} s after the last append; warnings:")  # fmt: skip
     for line, n in seen["warnings"].most_common():
         print(f"  {n:4d} {line}")
+
+
+@pytest.mark.parametrize("mode", ["immediate", "fast"])
+def test_a_coordinator_restarted_during_concurrent_ingest(served: Served, mode: str) -> None:
+    """The coordinator stopped while four clients append: every request answers 503 (Retry-After)
+    while it is down — the service itself stays up —, and once it is started again the service's
+    pools (sync, the fast path's async pool, the projector's) reconnect by themselves and every
+    client finishes; the end state is whole (``_assert_end_state``)."""
+    run = uuid.uuid4().hex[:8]
+    tables, groups = _make_tables(served.url, run)
+    ingest = Ingest(served.base, served.key, tables, groups)
+    data = citus_cluster.data_folder_of(_port(os.environ["TEST_DATABASE_URL"]))
+    ingest.start()
+    try:
+        ingest.wait("two batches of each table accepted before the stop", lambda sent: Counter(
+            s.table for s in sent if s.status == 201) >= Counter(dict.fromkeys(tables, 2)))  # fmt: skip
+        citus_cluster.pg_ctl(data, "-m", mode, "-w", "stop")
+        stopped_at = time.monotonic()
+        ingest.set_phase("down")
+        # ingest goes on against it: a few 503s sent and answered while it was down
+        ingest.wait("503s while the coordinator was down", lambda sent: sum(
+            s.phase == s.answered == "down" and s.status == 503 for s in sent) >= 2 * CLIENTS)  # fmt: skip
+    finally:
+        ingest.set_phase("starting")
+        citus_cluster.pg_ctl(data, "-l", str(data / "server.log"), "-w", "start")
+    back_at = time.monotonic()
+    ingest.set_phase("back")
+    ingest.join()
+    sent = ingest.sent
+    # nothing accepted while it was down (sent after the stop, answered before the start)
+    assert not [s for s in sent if s.phase == s.answered == "down" and s.status == 201]
+    seen = _assert_end_state(served, ingest)
+    first = min(s.at for s in sent if s.phase == "back" and s.status == 201)
+    refused = sum(1 for s in sent if s.phase == "back" and s.status == 503 and s.at < first)
+    print(f"\ncoordinator stopped ({mode}): down {back_at - stopped_at:.1f} s; answers {seen['answers']}; "
+          f"replays {seen['replays']}; the first 201 {first - back_at:.2f} s after the start "
+          f"({refused} 503s before it); projector caught up {seen['projector caught up in s']} s after "
+          f"the last append; warnings:")  # fmt: skip
+    for line, n in seen["warnings"].most_common():
+        print(f"  {n:4d} {line}")
+
+
+def test_a_worker_connection_lost_at_commit_is_a_replay_not_a_500(pg_cluster: Any) -> None:
+    """The coordinator's connection to a worker cut just after the worker answered ``COMMIT`` (a
+    proxy in front of the worker, :class:`tests.service.test_faults_db.Proxy`): the batch is stored,
+    and Citus reports "could not commit transaction for shard … on at least one active node"
+    (XX000). kwx takes that as a lost connection: the one retry finds the batch stored and answers
+    201 with the original answer. The first try's COMMIT dropped and the retry's answer lost: 503,
+    and the client's re-send is recognised as a replay. Stored once every time, the chain whole. (Before: a 500.)"""
+    from services import migrate
+    from services.store.keys import KeyStore
+    from tests.service.test_faults_db import Proxy, _client, _container
+
+    url = pg_cluster.create_database("kwx_citus_cut")
+    migrate.upgrade(url)
+    worker = _worker_ports()[1]
+    proxy = Proxy(("127.0.0.1", worker))
+    with psycopg.connect(url, autocommit=True) as conn:  # this database reaches worker 2 through it
+        conn.execute(
+            "SELECT citus_update_node(nodeid, '127.0.0.1', %s) FROM pg_dist_node WHERE nodeport = %s",
+            (proxy.port, worker),
+        )
+        names = [f"cut-{uuid.uuid4().hex[:8]}-{i}" for i in range(64)]
+        table = next(t for t in names if _worker_of(conn, t) == proxy.port)
+    container = _container(url)
+    try:
+        key = KeyStore(container.pool).create("cut", "platform")
+        headers = {"Authorization": f"Bearer {key}"}
+        wire = relabel(legal_table(47, hands=2), table)
+        marker = table.encode()
+
+        def post(start: int) -> Any:
+            body = {"expected_version": start, "events": wire[start : start + 10]}
+            return client.post(f"/v1/tables/{table}/events", json=body, headers=headers)
+
+        def stored() -> list[tuple[int, str]]:
+            with psycopg.connect(url) as conn:
+                rows = conn.execute(
+                    "SELECT version, event_id FROM events WHERE table_id = %s ORDER BY version", (table,)
+                ).fetchall()
+            return [(int(v), str(i)) for v, i in rows]
+
+        with _client(container) as client:
+            assert post(0).status_code == 201
+            # the worker committed, the coordinator never heard: the service's retry finds it stored
+            proxy.arm(b"COMMIT", "after", context=marker)
+            answer = post(10)
+            assert proxy.cuts == ["after"] and not proxy.armed()
+            assert answer.status_code == 201, answer.text
+            assert answer.json() == {"table_id": table, "version": 20, "first_version": 11, "count": 10,
+                                     "rulings": []}  # fmt: skip
+            assert stored() == [(v, e["id"]) for v, e in enumerate(wire[:20], 1)]
+            # the first COMMIT never reaches the worker, the retry's commits and is not heard: 503
+            # with Retry-After; the client's re-send is recognised as stored, the same 201
+            proxy.arm(b"COMMIT", "before", context=marker, times=2, then="after")
+            lost = post(20)
+            assert proxy.cuts == ["after", "before", "after"] and not proxy.armed()
+            assert lost.status_code == 503 and lost.headers["retry-after"] == "1", lost.text
+            assert lost.json()["error"] == "unavailable" and "lost" in lost.json()["message"]
+            assert stored() == [(v, e["id"]) for v, e in enumerate(wire[:30], 1)]  # stored all the same
+            again = post(20)
+            assert again.status_code == 201 and again.json()["first_version"] == 21, again.text
+            for start in range(30, len(wire), 10):
+                assert post(start).status_code == 201
+        assert stored() == [(v, e["id"]) for v, e in enumerate(wire, 1)]
+        assert container.store.verify(table) == (1, len(wire), [])
+    finally:
+        container.close()
+        proxy.close()
