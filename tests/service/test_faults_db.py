@@ -854,7 +854,7 @@ def test_what_counts_as_a_lost_connection() -> None:
 
     lost = [pg_errors.AdminShutdown("x"), pg_errors.CrashShutdown("x"), pg_errors.CannotConnectNow("x"),
             pg_errors.ConnectionFailure("x"), psycopg.OperationalError("server closed"),
-            pg_errors.InternalError_("could not commit transaction for shard 102022 on at least one active node"),
+            pg_errors.InternalError_("could not commit transaction for shard 1 on at least one active node"),
             pg_errors.InternalError_("failure on connection marked as essential: 127.0.0.1:46385"),
             pg_errors.InternalError_("terminating connection due to administrator command")]  # fmt: skip
     kept = [pg_errors.QueryCanceled("x"), pg_errors.LockNotAvailable("x"), pg_errors.UniqueViolation("x"),
