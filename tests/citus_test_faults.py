@@ -293,15 +293,13 @@ def _assert_end_state(served: Served, ingest: Ingest) -> dict[str, Any]:
     assert json.loads(verify.stdout.strip().splitlines()[-1]) == {
         "ok": True, "tables": len(ingest.tables), "events": total, "broken_tables": 0,
     }  # fmt: skip
-    # a replay is only ever the re-send of a batch that was answered 503 (stored, the answer lost)
-    refused = {(s.table, s.start) for s in ingest.sent if s.status == 503}
+    # a batch stored although its answer was lost (the service's own retry, or a client's re-send
+    # after a 503, finds every event stored) is answered as a replay: 201, nothing stored twice
     appends = [r for r in _records(served.out) if r.get("event") == "request" and r.get("method") == "POST"]
     replays = [r for r in appends if r.get("outcome") == "replayed"]
     assert all(r.get("status") == 201 for r in replays)
     firsts = {(s.table, s.start) for s in ingest.sent if s.status == 201}
     assert len(firsts) == sum(-(-len(w) // BATCH) for w in ingest.tables.values())
-    assert all(r.get("table_id") in ingest.tables for r in replays)
-    assert len(replays) <= len(refused)
     # the global log: every event exactly once
     pool = make_pool(served.url, size=1, role="kwx_app")
     try:
