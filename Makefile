@@ -51,10 +51,8 @@ test-under-load: $(STAMP) $(COMPILED)
 # TEST_DATABASE_URL at the coordinator, the servers stopped after. CITUS_DESELECT: tests whose own
 # tampering Citus refuses (ALTER TABLE … DISABLE TRIGGER on a distributed table — also how the facts
 # test makes events look stored before migration 0012 —, an UPDATE of events
-# with a STABLE expression, a correlated join of events with a coordinator table), and one fault
-# test whose helper calls pg_terminate_backend(%s) with a small int: psycopg sends it as smallint,
-# and Citus's bigint overload makes that ambiguous (the helper's thread dies; the read times out).
-CITUS_TESTS ?= tests/citus_test_build.py tests/citus_test_cluster.py \
+# with a STABLE expression, a correlated join of events with a coordinator table).
+CITUS_TESTS ?= tests/citus_test_build.py tests/citus_test_cluster.py tests/citus_test_faults.py \
 	tests/service/test_store.py tests/service/test_store_layers.py tests/service/test_fast_append.py \
 	tests/service/test_global_read.py tests/service/test_tenants.py tests/service/test_migrations.py \
 	tests/service/test_api.py tests/service/test_ndjson_ingest.py tests/service/test_input_semantics.py \
@@ -70,7 +68,6 @@ CITUS_DESELECT ?= \
 	--deselect tests/projections/test_stored_facts.py::test_events_stored_before_facts_are_folded \
 	--deselect tests/projections/test_money_bounds.py::test_largest_ranges_through_every_read_model \
 	--deselect tests/projections/test_money_bounds.py::test_the_feed_shows_every_reported_line_and_each_report_on_its_own \
-	--deselect tests/service/test_faults_db.py::test_a_read_whose_session_dies_mid_query_is_read_once_more \
 	--deselect tests/service/test_cli.py::test_verify_reports_the_first_broken_link_and_exits_1 \
 	--deselect tests/service/test_cli.py::test_verify_table_and_tenant_pick_tables_when_tenants_share_an_id \
 	--deselect tests/service/test_health_ready.py::test_not_ready_while_the_read_models_lag_past_the_bound

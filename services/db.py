@@ -164,11 +164,27 @@ def reachability(url: str) -> Reachability:
     return _REACHABILITY.setdefault(url, Reachability())
 
 
+# A Citus coordinator reports some losses of its connection to a worker as an internal error
+# (SQLSTATE XX000) with one of these messages: at COMMIT (Citus's placement_connection.c and
+# remote_transaction.c: the worker's part may have committed or not, like a connection lost at
+# COMMIT on one node), and a worker's session ended mid-statement when libpq gave no SQLSTATE
+# (remote_commands.c's ReportResultError then relays the connection's own message). Seen with a
+# worker stopped under ingest (tests/citus_test_faults.py; docs/SCALING.md, A worker down).
+CITUS_WORKER_LOST = (
+    "could not commit transaction for shard ",
+    "failure on connection marked as essential",
+    "terminating connection due to administrator command",
+    "server closed the connection unexpectedly",
+)
+
+
 def connection_lost(exc: BaseException) -> bool:
-    """``exc`` says the connection itself broke (the server ended the session, a restart, the network),
-    not that a statement failed on a working connection (a timeout, a conflict): a statement on a
-    new connection may succeed. A pool timeout is not a lost connection (retrying it doubles the
-    wait)."""
+    """``exc`` says the connection itself broke (the server ended the session, a restart, the network;
+    on Citus, the coordinator's connection to a worker at COMMIT), not that a statement failed on a
+    working connection (a timeout, a conflict): a statement on a new connection may succeed. A pool
+    timeout is not a lost connection (retrying it doubles the wait)."""
+    if isinstance(exc, psycopg.errors.InternalError_):
+        return any(message in str(exc) for message in CITUS_WORKER_LOST)
     if not isinstance(exc, psycopg.OperationalError) or isinstance(exc, PoolTimeout):
         return False
     state = exc.sqlstate

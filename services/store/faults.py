@@ -48,6 +48,9 @@ def fault(exc: BaseException) -> Fault | None:
             else "the database is not available; retry"
         )
         return Fault("database_unavailable", message, {**_detail(exc), "lost": lost})
+    if connection_lost(exc):  # a Citus worker lost at COMMIT (an internal error, not operational)
+        return Fault("database_unavailable", "the connection to the database was lost; retry",
+                     {**_detail(exc), "lost": True})  # fmt: skip
     return None
 
 

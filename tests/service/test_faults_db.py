@@ -102,20 +102,24 @@ def _socket_path(cluster: Cluster) -> str:
 
 
 class Proxy:
-    """TCP on 127.0.0.1 in front of the server's Unix socket. ``arm(marker, mode)`` cuts the next
+    """TCP on 127.0.0.1 in front of the server's Unix socket (or of a TCP ``(host, port)``: a Citus
+    worker, tests/citus_test_faults.py). ``arm(marker, mode)`` cuts the next
     session whose client sends ``marker`` (in a message after the arming; with ``context``: only a
     session that also sent ``context`` since; ``times``: that many cuts, one after the other):
     ``"before"`` drops that message and closes both sides (the statement never runs); ``"after"``
     forwards it, swallows the server's answer up to its ReadyForQuery and then closes both sides
-    (an autocommit statement or a COMMIT: committed, and the client never hears it). Sessions run
-    without TLS (``sslmode=disable``) so every server message is ``type + length``."""
+    (an autocommit statement or a COMMIT: committed, and the client never hears it); ``then``: the
+    mode of the cuts after the first (``times`` of them in all). Sessions run
+    without TLS (``sslmode=disable``; a refused ``sslmode=prefer``, as a Citus coordinator asks,
+    is passed on) so every server message is ``type + length``."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str | tuple[str, int]) -> None:
         self.target = target
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.lock = threading.Lock()
         self.plan: tuple[bytes, str, bytes | None] | None = None
+        self.then: str | None = None
         self.times = 0
         self.cuts: list[str] = []
         self.sessions: list[dict[str, Any]] = []
@@ -125,10 +129,12 @@ class Proxy:
     def url(self, dbname: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}?sslmode=disable&gssencmode=disable"
 
-    def arm(self, marker: bytes, mode: str, context: bytes | None = None, times: int = 1) -> None:
+    def arm(
+        self, marker: bytes, mode: str, context: bytes | None = None, times: int = 1, then: str | None = None
+    ) -> None:
         with self.lock:
             self.plan = (marker, mode, context)
-            self.times = times
+            self.times, self.then = times, then
             for session in self.sessions:
                 session["seen"] = False
 
@@ -149,8 +155,11 @@ class Proxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            server = socket.socket(socket.AF_UNIX)
-            server.connect(self.target)
+            if isinstance(self.target, tuple):
+                server = socket.create_connection(self.target)
+            else:
+                server = socket.socket(socket.AF_UNIX)
+                server.connect(self.target)
             session = {"client": client, "server": server, "seen": False, "swallow": False}
             with self.lock:
                 self.sessions.append(session)
@@ -176,6 +185,8 @@ class Proxy:
                         self.times -= 1
                         if self.times <= 0:
                             self.plan = None
+                        elif self.then is not None:
+                            self.plan = (plan[0], self.then, plan[2])
                         self.cuts.append(plan[1])
                         if plan[1] == "before":
                             self._cut(session)
@@ -188,10 +199,15 @@ class Proxy:
     def _down(self, session: dict[str, Any]) -> None:
         """Server → client, message by message: swallowed up to ReadyForQuery after an "after" cut."""
         buffer = b""
+        started = False
         try:
             while data := session["server"].recv(65536):
                 buffer += data
                 out = []
+                while not started and buffer[:1] == b"N":  # "no TLS / no GSS" before the startup
+                    out.append(buffer[:1])
+                    buffer = buffer[1:]
+                started = started or bool(buffer)
                 while len(buffer) >= 5:
                     size = 1 + int.from_bytes(buffer[1:5], "big")
                     if len(buffer) < size:
@@ -804,7 +820,7 @@ def test_a_read_whose_session_dies_mid_query_is_read_once_more(database_url: str
 
 def _terminate(url: str, pid: int) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        conn.execute("SELECT pg_terminate_backend(%s::int)", (pid,))
 
 
 def _terminate_when_asleep(url: str, pid: int) -> None:
@@ -817,7 +833,9 @@ def _terminate_when_asleep(url: str, pid: int) -> None:
             return row is not None and "pg_sleep" in row[0]
 
         wait_for(asleep, 60, f"backend {pid} never ran its pg_sleep")
-        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        # ``::int``: psycopg sends a small Python int as smallint, which Citus's extra
+        # pg_terminate_backend(bigint, bigint) makes ambiguous ("function is not unique")
+        conn.execute("SELECT pg_terminate_backend(%s::int)", (pid,))
 
 
 # --------------------------------------------------------------------------- the pool's mechanics
@@ -825,19 +843,29 @@ def _terminate_when_asleep(url: str, pid: int) -> None:
 
 def test_what_counts_as_a_lost_connection() -> None:
     """Retried (the connection broke): the server ended the session, it could not be reached, a
-    client-side error without SQLSTATE. Not retried: a statement that failed on a working
-    connection (cancel / statement_timeout, lock_timeout, a constraint), a pool timeout."""
+    client-side error without SQLSTATE, a Citus coordinator's internal error saying it lost a
+    worker (at COMMIT, or the worker's session ended). Not retried: a statement that failed on a
+    working connection (cancel / statement_timeout, lock_timeout, a constraint, any other internal
+    error), a pool timeout."""
     from psycopg import errors as pg_errors
     from psycopg_pool import PoolTimeout
 
     from services.db import Unreachable, connection_lost
 
     lost = [pg_errors.AdminShutdown("x"), pg_errors.CrashShutdown("x"), pg_errors.CannotConnectNow("x"),
-            pg_errors.ConnectionFailure("x"), psycopg.OperationalError("server closed")]  # fmt: skip
+            pg_errors.ConnectionFailure("x"), psycopg.OperationalError("server closed"),
+            pg_errors.InternalError_("could not commit transaction for shard 1 on at least one active node"),
+            pg_errors.InternalError_("failure on connection marked as essential: 127.0.0.1:46385"),
+            pg_errors.InternalError_("terminating connection due to administrator command")]  # fmt: skip
     kept = [pg_errors.QueryCanceled("x"), pg_errors.LockNotAvailable("x"), pg_errors.UniqueViolation("x"),
-            PoolTimeout("x"), Unreachable("x"), ValueError("x")]  # fmt: skip
+            PoolTimeout("x"), Unreachable("x"), ValueError("x"), pg_errors.InternalError_("x")]  # fmt: skip
     assert [connection_lost(e) for e in lost] == [True] * len(lost)
     assert [connection_lost(e) for e in kept] == [False] * len(kept)
+    # and each is answered 503 (services/store/faults.py), the Citus ones too (not 500)
+    from services.store.faults import fault
+
+    assert all(fault(e) is not None and fault(e).message.endswith("; retry") for e in lost)  # type: ignore[union-attr]
+    assert fault(pg_errors.InternalError_("x")) is None
 
 
 def test_the_pool_hands_out_no_connection_the_server_ended_and_keeps_one_with_news(cluster: Cluster) -> None:
