@@ -52,7 +52,8 @@ from typing import Any
 TABLES = int(os.environ.get("KWX_BENCH_CLUSTER_TABLES", "48"))
 READ_TABLES = int(os.environ.get("KWX_BENCH_CLUSTER_READ_TABLES", "24"))
 READS = int(os.environ.get("KWX_BENCH_CLUSTER_READS", "300"))
-ROUNDS = int(os.environ.get("KWX_BENCH_ROUNDS", "3"))
+REPEAT = int(os.environ.get("KWX_BENCH_REPEAT", "3"))  # ingest rounds
+ROUNDS = int(os.environ.get("KWX_BENCH_ROUNDS", "5"))  # state-read rounds
 CLIENTS = int(os.environ.get("KWX_BENCH_CLIENTS", "4"))
 BATCH = 100
 # kwx's events need a tenant and a hash: the COPY gives every row these (the hash's bytes are not
@@ -108,11 +109,22 @@ def _key(url: str, role: str) -> str:
         container.close()
 
 
-def ingest(cluster: Any, ingest_url: str, copy_url: str) -> None:
+def ingest(cluster: Any, urls: dict[str, str], copy_url: str) -> None:
+    """The ingest lines (the module's docstring); ``urls``: the kwx databases, "cluster" and "one node"."""
+    import contextlib
+
     import psycopg
 
     from services.settings import Settings
-    from tests.bench.bench_ingest import SHAPED, _tables, bench_copy, bench_http, start_server, stop, wait_quiet
+    from tests.bench.bench_ingest import (
+        SHAPED,
+        _tables,
+        bench_copy,
+        bench_http,
+        start_server,
+        stop,
+        wait_quiet,
+    )
     from tests.service.serving import tree_cpu
 
     tables = _tables(TABLES)
@@ -124,55 +136,73 @@ def ingest(cluster: Any, ingest_url: str, copy_url: str) -> None:
             conn.execute(statement)
         conn.execute("SELECT create_distributed_table('bench_shaped', 'table_id')")
     copies = (
-        ("the distributed events", "events", None, EVENTS_FIXED),
-        ("an events-shaped distributed", "bench_shaped", SHAPED, None),
+        ("the distributed events", "events", EVENTS_FIXED),
+        ("an events-shaped distributed", "bench_shaped", None),
     )
     copy_runs: dict[str, list[float]] = {label: [] for label, *_ in copies}
 
     def copy_round(tag: str) -> dict[str, float]:
         rates = {}
-        for label, name, ddl, fixed in copies:
-            n, seconds = bench_copy(copy_url, tables, f"{name}#{tag}", ddl or "", fixed)
+        for label, name, fixed in copies:
+            n, seconds = bench_copy(copy_url, tables, f"{name}#{tag}", "", fixed)  # the tables exist
             rates[label] = n / seconds
             copy_runs[label].append(rates[label])
         return rates
 
-    for r in range(ROUNDS):
+    for r in range(REPEAT):
         copy_round(f"head{r}")
     for label, runs in copy_runs.items():
-        print(f"COPY into {label} table, 100-event tx: {max(runs):9,.0f} events/s (best of {ROUNDS})")
+        print(f"COPY into {label} table, 100-event tx: {max(runs):9,.0f} events/s (best of {REPEAT})")
 
     nodes = [_postmaster(node.data) for node in cluster.nodes]  # coordinator, worker 1, worker 2
-    key = _key(ingest_url, "platform")
+    keys = {side: _key(url, "platform") for side, url in urls.items()}
     workers = Settings.from_env().serving_workers()
-    print(f"kwx serve on the coordinator: {workers} worker(s) (its default here); each round paired "
-          "with the COPY rounds just before it (every process quiet first):")  # fmt: skip
-    for projector in ("off", "on"):
-        proc, base = start_server(ingest_url, projector, workers)
-        try:
-            bench_http(base, key, tables[:4], 2, f"warm{projector}")
-            rates: list[float] = []
+    print(f"kwx serve on the coordinator: {workers} worker(s) (its default here); each round after the "
+          "COPY rounds it is paired with, every process quiet first; on one node: the same kwx serve "
+          "on the plain database, in the same round, the order alternating:")  # fmt: skip
+    # (projector, the sides measured): the one-node side only for the ingest path, projector off
+    for projector, sides in (("off", ("cluster", "one node")), ("on", ("cluster",))):
+        with contextlib.ExitStack() as servers:
+            started = {}
+            for side in sides:
+                proc, base = start_server(urls[side], projector, workers)
+                servers.callback(stop, proc)
+                started[side] = (proc, base)
+                bench_http(base, keys[side], tables[:4], 2, f"warm{projector}")
+            rates: dict[str, list[float]] = {side: [] for side in sides}
             paired: dict[str, list[float]] = {label: [] for label in copy_runs}
-            cpu = [0.0] * 5  # kwx serve, coordinator, worker 1, worker 2, clients
-            for r in range(ROUNDS):
-                wait_quiet((proc.pid, *nodes))  # e.g. the projector catching up, a checkpoint
+            against_one: list[float] = []
+            cpu = {side: [0.0] * 5 for side in sides}  # kwx serve, coordinator, worker 1, worker 2, clients
+            for r in range(REPEAT):
+                wait_quiet((*(proc.pid for proc, _ in started.values()), *nodes))  # a projector, a checkpoint
                 baseline = copy_round(f"{projector}r{r}")
-                before = [tree_cpu(proc.pid), *(tree_cpu(p) for p in nodes), time.process_time()]
-                n, seconds = bench_http(base, key, tables, CLIENTS, f"{projector}r{r}")
-                after = [tree_cpu(proc.pid), *(tree_cpu(p) for p in nodes), time.process_time()]
-                rates.append(n / seconds)
+                for side in sides if r % 2 == 0 else sides[::-1]:
+                    proc, base = started[side]
+                    if side != sides[0]:
+                        wait_quiet((proc.pid, *nodes))
+                    before = [tree_cpu(proc.pid), *(tree_cpu(p) for p in nodes), time.process_time()]
+                    n, seconds = bench_http(base, keys[side], tables, CLIENTS, f"{projector}r{r}")
+                    after = [tree_cpu(proc.pid), *(tree_cpu(p) for p in nodes), time.process_time()]
+                    rates[side].append(n / seconds)
+                    cpu[side] = [c + b - a for c, a, b in zip(cpu[side], before, after, strict=True)]
                 for label, rate in baseline.items():
-                    paired[label].append(n / seconds / rate)
-                cpu = [c + b - a for c, a, b in zip(cpu, before, after, strict=True)]
-        finally:
-            stop(proc)
-        per = ROUNDS * batches / 1000
-        print(f"kwx HTTP, projector {projector:3}: {max(rates):9,.0f} events/s (best of {ROUNDS}); "
-              + ", ".join(f"{ratio_summary(v)} x COPY into {k} table" for k, v in paired.items())
-              + " (median of the paired rounds [range])")  # fmt: skip
-        print(f"    CPU ms per batch: kwx serve (with its children) {cpu[0] / per:.2f}, coordinator "
-              f"{cpu[1] / per:.2f}, workers {cpu[2] / per:.2f} + {cpu[3] / per:.2f}, "
-              f"clients {cpu[4] / per:.2f}")  # fmt: skip
+                    paired[label].append(rates["cluster"][-1] / rate)
+                if "one node" in rates:
+                    against_one.append(rates["cluster"][-1] / rates["one node"][-1])
+        per = REPEAT * batches / 1000
+        print(f"kwx HTTP on the cluster, projector {projector:3}: {max(rates['cluster']):7,.0f} events/s "
+              f"(best of {REPEAT}); x COPY, median of the paired rounds [range]: "
+              + ", ".join(f"{ratio_summary(v)} into {k} table" for k, v in paired.items()))  # fmt: skip
+        if against_one:
+            best = max(rates["one node"])
+            print(f"kwx HTTP on one node,    projector {projector:3}: {best:7,.0f} events/s "
+                  f"(best of {REPEAT}); cluster / one node {ratio_summary(against_one)}")  # fmt: skip
+        for side in sides:
+            kwx, coordinator, w1, w2, clients = (c / per for c in cpu[side])
+            where = (f"coordinator {coordinator:.2f}, workers {w1:.2f} + {w2:.2f}" if side == "cluster"
+                     else f"PostgreSQL (the coordinator's server) {coordinator:.2f}")  # fmt: skip
+            print(f"    {side}, CPU ms per batch: kwx serve (with its children) {kwx:.2f}, {where}, "
+                  f"clients {clients:.2f}")  # fmt: skip
     for label, runs in copy_runs.items():
         print(f"COPY into {label} table over all {len(runs)} rounds: best {max(runs):,.0f}, "
               f"median {statistics.median(runs):,.0f}, lowest {min(runs):,.0f} events/s")  # fmt: skip
@@ -207,7 +237,9 @@ def _store(url: str, tables: list[list[dict[str, Any]]]) -> tuple[float, float]:
     return appended, caught
 
 
-def _reads(base: str, key: str, tables: list[list[dict[str, Any]]], seed: int, pids: list[int]) -> dict[str, Any]:
+def _reads(
+    base: str, key: str, tables: list[list[dict[str, Any]]], seed: int, pids: list[int]
+) -> dict[str, Any]:
     import httpx
 
     from tests.service.serving import tree_cpu
@@ -274,9 +306,9 @@ def run() -> None:
     cluster = Cluster(folder="bench-nodes")
     try:
         cluster.start()
-        ingest_url = _database(cluster, "bench_ingest", citus=True)
-        copy_url = _database(cluster, "bench_copy", citus=True)
-        ingest(cluster, ingest_url, copy_url)
+        kwx = {"cluster": _database(cluster, "bench_ingest", citus=True),
+               "one node": _database(cluster, "bench_ingest_one", citus=False)}  # fmt: skip
+        ingest(cluster, kwx, _database(cluster, "bench_copy", citus=True))
         print(f"load average {_load()}")
         urls = {"cluster": _database(cluster, "bench_state", citus=True),
                 "one node": _database(cluster, "bench_one", citus=False)}  # fmt: skip
