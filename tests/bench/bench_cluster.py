@@ -76,6 +76,31 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def cpu_of(roots: list[int]) -> list[dict[int, float]]:
+    """Per root: CPU seconds so far of it and of each live descendant, by pid."""
+    from tests.service.serving import descendants
+
+    out = []
+    for root in roots:
+        seen = {}
+        for pid in (root, *descendants(root)):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            seen[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+        out.append(seen)
+    return out
+
+
+def cpu_spent(before: list[dict[int, float]], after: list[dict[int, float]]) -> list[float]:
+    """Per root, the CPU seconds its processes used between two :func:`cpu_of`: a process that
+    started in between counts from zero, one that ended in between not at all (a backend of the
+    previous round's server exiting lazily must not make a worker's share negative)."""
+    return [sum(cpu - b.get(pid, 0.0) for pid, cpu in a.items()) for b, a in zip(before, after, strict=True)]
+
+
 def _postmaster(data: Path) -> int:
     return int((data / "postmaster.pid").read_text().split()[0])
 
@@ -125,7 +150,6 @@ def ingest(cluster: Any, urls: dict[str, str], copy_url: str) -> None:
         stop,
         wait_quiet,
     )
-    from tests.service.serving import tree_cpu
 
     tables = _tables(TABLES)
     total = sum(len(t) for t in tables)
@@ -180,11 +204,11 @@ def ingest(cluster: Any, urls: dict[str, str], copy_url: str) -> None:
                     proc, base = started[side]
                     if side != sides[0]:
                         wait_quiet((proc.pid, *nodes))
-                    before = [tree_cpu(proc.pid), *(tree_cpu(p) for p in nodes), time.process_time()]
+                    before, clock = cpu_of([proc.pid, *nodes]), time.process_time()
                     n, seconds = bench_http(base, keys[side], tables, CLIENTS, f"{projector}r{r}")
-                    after = [tree_cpu(proc.pid), *(tree_cpu(p) for p in nodes), time.process_time()]
+                    spent = [*cpu_spent(before, cpu_of([proc.pid, *nodes])), time.process_time() - clock]
                     rates[side].append(n / seconds)
-                    cpu[side] = [c + b - a for c, a, b in zip(cpu[side], before, after, strict=True)]
+                    cpu[side] = [c + d for c, d in zip(cpu[side], spent, strict=True)]
                 for label, rate in baseline.items():
                     paired[label].append(rates["cluster"][-1] / rate)
                 if "one node" in rates:
@@ -242,15 +266,13 @@ def _reads(
 ) -> dict[str, Any]:
     import httpx
 
-    from tests.service.serving import tree_cpu
-
     support = {"Authorization": f"Bearer {key}"}
     pick = random.Random(seed)  # the same reads on both sides of a pair
     with httpx.Client(base_url=base, timeout=60) as client:
         for _ in range(20):  # warm: the worker's first reads, its pool's connections
             client.get("/v1/tables/s0/state", params={"at": 5}, headers=support)
         times = []
-        before = [tree_cpu(p) for p in pids]
+        before = cpu_of(pids)
         for _ in range(READS):
             i = pick.randrange(len(tables))
             at = pick.randrange(1, len(tables[i]) + 1)
@@ -259,13 +281,13 @@ def _reads(
             times.append((time.perf_counter() - started) * 1000)
             if answer.status_code != 200:
                 raise RuntimeError(f"state?at={at} of s{i}: {answer.status_code} {answer.text[:200]}")
-        cpu = [(tree_cpu(p) - b) / READS * 1000 for p, b in zip(pids, before, strict=True)]
+        cpu = [spent / READS * 1000 for spent in cpu_spent(before, cpu_of(pids))]
     return {"p50": statistics.median(times), "p99": percentile(times, 0.99), "cpu": cpu}
 
 
 def state_reads(cluster: Any, urls: dict[str, str]) -> None:
     from tests.bench.bench_growth import _tables
-    from tests.bench.bench_ingest import start_server, stop
+    from tests.bench.bench_ingest import start_server, stop, wait_quiet
 
     tables = _tables(READ_TABLES, 17)
     total = sum(len(t) for t in tables)
@@ -280,6 +302,7 @@ def state_reads(cluster: Any, urls: dict[str, str]) -> None:
     print(f"state?at=N, {READS} reads a round at random (table, N), kwx serve 1 worker, projector off:")
     for r in range(ROUNDS):
         for side in list(urls) if r % 2 == 0 else list(urls)[::-1]:
+            wait_quiet(tuple(nodes))  # the previous server's backends gone, a checkpoint done
             proc, base = start_server(urls[side], "off", 1)
             try:
                 result = _reads(base, keys[side], tables, 100 + r, [proc.pid, *nodes])
