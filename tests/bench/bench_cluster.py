@@ -319,6 +319,11 @@ def state_reads(cluster: Any, urls: dict[str, str]) -> None:
         print(f"state?at=N {q}: cluster {statistics.median(c[q] for c in cluster_side):.2f} ms, one node "
               f"{statistics.median(o[q] for o in one):.2f} ms (medians); cluster / one node "
               f"{ratio_summary(ratios)} (median of the {ROUNDS} paired rounds [range])")  # fmt: skip
+    # CPU moves less with the machine's load than latency does: the servers' share per read
+    kwx = [statistics.median(r["cpu"][0] for r in side) for side in (cluster_side, one)]
+    servers = [statistics.median(sum(r["cpu"][1:]) for r in side) for side in (cluster_side, one)]
+    print(f"CPU ms per read (medians of the rounds), cluster / one node: kwx serve {kwx[0]:.2f} / {kwx[1]:.2f}, "
+          f"PostgreSQL (coordinator + workers) {servers[0]:.2f} / {servers[1]:.2f}")  # fmt: skip
 
 
 def run() -> None:
