@@ -322,7 +322,8 @@ def state_reads(cluster: Any, urls: dict[str, str]) -> None:
     # CPU moves less with the machine's load than latency does: the servers' share per read
     kwx = [statistics.median(r["cpu"][0] for r in side) for side in (cluster_side, one)]
     servers = [statistics.median(sum(r["cpu"][1:]) for r in side) for side in (cluster_side, one)]
-    print(f"CPU ms per read (medians of the rounds), cluster / one node: kwx serve {kwx[0]:.2f} / {kwx[1]:.2f}, "
+    print(f"CPU ms per read (medians of the rounds), cluster / one node: kwx serve {kwx[0]:.2f} / "
+          f"{kwx[1]:.2f}, "
           f"PostgreSQL (coordinator + workers) {servers[0]:.2f} / {servers[1]:.2f}")  # fmt: skip
 
 
