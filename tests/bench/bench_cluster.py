@@ -3,19 +3,19 @@ distributed table, and ``state?at=N`` on the cluster against one node, in one ru
 
 The cluster is tests/citus_cluster.py's (a coordinator and two workers on this machine, Citus built
 once into ``.kwx-citus/pg``), started in its own folder (``.kwx-citus/bench-nodes``: a test cluster
-started by hand keeps running) and stopped at the end, whatever fails. Four databases on it, each
+started by hand keeps running) and stopped at the end, whatever fails. Five databases on it, each
 migrated by ``services.bootstrap`` as ``kwx serve`` does:
 
 * ``bench_ingest``, a Citus database (the extension on every node, the workers added: what
-  ``tests/citus_cluster.CitusDatabases`` does for the tests), which ``kwx serve`` ingests into;
+  ``tests/citus_cluster.CitusDatabases`` does for the tests), which ``kwx serve`` ingests into,
+  and ``bench_ingest_one``, a plain one on the coordinator's server (no extension: PostgreSQL 18
+  alone, as the same-answers test of tests/citus_test_cluster.py makes its one node);
 * ``bench_copy``, a Citus database for the baselines, so that no projector folds what they store:
   ``COPY`` of the same events (JSON bodies pre-encoded) in 100-event transactions over one
   connection into its distributed ``events`` (kwx's own table: its shards, indexes, defaults and
   triggers; tenant and a hash given as constants) and into an *events-shaped* scratch table
   (bench_ingest's ``SHAPED``, distributed on ``table_id`` too);
-* ``bench_state``, a Citus database, and ``bench_one``, a plain one on the coordinator's server
-  (no extension: PostgreSQL 18 alone, as the same-answers test of tests/citus_test_cluster.py makes
-  its one node), for the reads.
+* ``bench_state``, a Citus database, and ``bench_one``, a plain one, for the reads.
 
 **Ingest.** ``KWX_BENCH_CLUSTER_TABLES`` (48) simulated tables of ``KWX_BENCH_HANDS`` (8) hands
 (bench_ingest's generator, ≈ 19,500 events), ``POST``ed in 100-event batches by
@@ -23,20 +23,24 @@ migrated by ``services.bootstrap`` as ``kwx serve`` does:
 coordinator with its default worker count, projector off (the ingest path alone), then as it runs
 by default (its projector child). ``KWX_BENCH_REPEAT`` (3) rounds a line, each paired with the
 COPY rounds run just before it, once every process was quiet; the line's ratio is the median of
-the per-round ratios, with their range. Each line also prints the CPU milliseconds per 100-event
+the per-round ratios, with their range. With the projector off the same ``kwx serve`` on
+``bench_ingest_one`` runs in each round too (the order alternating): cluster / one node, per round.
+Each line also prints the CPU milliseconds per 100-event
 batch of kwx serve (with its children), of the coordinator's server, of the two workers' servers
-(their postmasters and backends) and of the clients.
+(their postmasters and backends) and of the clients, counted per process (:func:`cpu_spent`).
 
 **State reads.** ``KWX_BENCH_CLUSTER_READ_TABLES`` (24) other simulated tables appended through the
 store in 100-event batches to ``bench_state`` and to ``bench_one``, the projector caught up on each
 (the per-hand snapshots ``state?at=N`` starts from), ``VACUUM ANALYZE``; then ``KWX_BENCH_ROUNDS``
-(3) paired rounds, the order alternating: ``kwx serve`` (1 worker, projector off) on one database,
+(5) paired rounds, the order alternating: ``kwx serve`` (1 worker, projector off) on one database,
 ``KWX_BENCH_CLUSTER_READS`` (300) ``GET …/state?at=N`` (support) at the same random (table, N)
 on both sides of a pair over one keep-alive client — p50 / p99 each, and the cluster / one-node
-ratio as the median of the per-pair ratios with their range.
+ratio as the median of the per-pair ratios with their range; and the CPU per read of kwx serve
+and of the servers (less moved by the machine's load than latency is).
 
-No goal is judged and nothing is asserted on time. ``python -m tests.bench cluster`` (≈ 3–4 min
-here with Citus built); larger: ``KWX_BENCH_CLUSTER_TABLES=96 KWX_BENCH_CLUSTER_READS=1000``.
+No goal is judged and nothing is asserted on time. ``python -m tests.bench cluster`` (with Citus
+built: ≈ 2.5 min at a load of ≈ 2 on this 2-core machine, 3–5 min at 4–8); larger:
+``KWX_BENCH_CLUSTER_TABLES=96 KWX_BENCH_CLUSTER_READS=1000``.
 """
 
 from __future__ import annotations
