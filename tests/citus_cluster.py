@@ -139,12 +139,18 @@ class Node:
 
 
 class Cluster:
-    """Three PostgreSQL servers with Citus preloaded, fresh data folders each start."""
+    """Three PostgreSQL servers with Citus preloaded, fresh data folders each start.
 
-    def __init__(self, home: Path = HOME) -> None:
+    ``folder`` names the data folders' parent under ``home``: the benchmark (tests/bench/bench_cluster.py)
+    starts its own cluster in another one, so that it neither wipes nor stops a test cluster started
+    by hand in the same checkout; both use the one build."""
+
+    def __init__(self, home: Path = HOME, folder: str = "nodes") -> None:
         self.home = home
+        self.folder = folder
         self.pg = build(home)
         self.nodes: list[Node] = []
+        self.env_file = home / ("cluster.env" if folder == "nodes" else f"{folder}.env")
 
     @property
     def coordinator(self) -> Node:
@@ -158,7 +164,7 @@ class Cluster:
         return str(self.pg / "bin" / name)
 
     def start(self) -> None:
-        base = self.home / "nodes"
+        base = self.home / self.folder
         self.stop_stale(base)
         shutil.rmtree(base, ignore_errors=True)
         _prepare_folder(base)
@@ -223,7 +229,7 @@ class Cluster:
                 raise CitusUnavailable(
                     f"kwx: the Citus {node.name} did not start:\n{done.stderr.strip()}\n{tail}"
                 )
-        (self.home / "cluster.env").write_text(self.env_text())
+        self.env_file.write_text(self.env_text())
         print(
             f"kwx: Citus cluster up in {time.monotonic() - started:.1f} s: coordinator 127.0.0.1:"
             f"{self.coordinator.port}, workers " + ", ".join(f"127.0.0.1:{w.port}" for w in self.workers),
@@ -250,7 +256,7 @@ class Cluster:
             if (node.data / "server.log").exists():
                 shutil.copyfile(node.data / "server.log", node.log)
         self.nodes = []
-        (self.home / "cluster.env").unlink(missing_ok=True)
+        self.env_file.unlink(missing_ok=True)
 
     def stop_stale(self, base: Path) -> None:
         """Servers a killed earlier run left behind (their data folders are about to go)."""

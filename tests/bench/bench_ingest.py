@@ -56,12 +56,12 @@ TABLES = int(os.environ.get("KWX_BENCH_TABLES", "96"))
 HANDS = int(os.environ.get("KWX_BENCH_HANDS", "8"))  # ≈ 52 events a hand: tables of ≈ 4 batches
 
 
-def _tables() -> list[list[dict[str, Any]]]:
+def _tables(count: int = TABLES) -> list[list[dict[str, Any]]]:
     from domain.simulate import simulate_table
 
     return [
         simulate_table(random.Random(seed), HANDS, {"preset": "default"}, f"b{seed}")
-        for seed in range(TABLES)
+        for seed in range(count)
     ]
 
 
@@ -83,23 +83,33 @@ SHAPED = (
 )
 
 
-def bench_copy(url: str, tables: list[list[dict[str, Any]]], name: str, ddl: str) -> tuple[int, float]:
+def bench_copy(
+    url: str, tables: list[list[dict[str, Any]]], name: str, ddl: str, fixed: dict[str, Any] | None = None
+) -> tuple[int, float]:
+    """COPY every table's events in 100-event transactions into ``name`` (up to a ``#``: the rest
+    tags the table ids), made with ``ddl`` if it is missing. ``fixed``: more columns and the one
+    value each row gets in them (kwx's own ``events`` needs a tenant and a hash)."""
     import msgspec
     import psycopg
 
+    extra = tuple((fixed or {}).values())
     rows = [
         [
-            (f"{name}-{t}", v, e["id"], e["type"], msgspec.json.encode(e).decode())
+            (f"{name}-{t}", v, e["id"], e["type"], msgspec.json.encode(e).decode(), *extra)
             for v, e in enumerate(events, 1)
         ]
         for t, events in enumerate(tables)
     ]
+    columns = ", ".join(("table_id", "version", "event_id", "type", "body", *(fixed or {})))
     with psycopg.connect(url) as conn:
         table = name.split("#")[0]
         if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() == (None,):
             for statement in ddl.format(name=table).split(";"):
                 conn.execute(statement)
-            conn.commit()
+        # End the transaction the look-up opened: inside it, each ``conn.transaction()`` below would
+        # be a savepoint and the whole run one transaction, committed when the connection closes
+        # (what this did before 1 Dec 2026 whenever the table already existed: every round but the first).
+        conn.commit()
         n = 0
         started = time.perf_counter()
         for table_rows in rows:
@@ -107,7 +117,7 @@ def bench_copy(url: str, tables: list[list[dict[str, Any]]], name: str, ddl: str
                 with (
                     conn.transaction(),
                     conn.cursor() as cur,
-                    cur.copy(f"COPY {table} (table_id, version, event_id, type, body) FROM STDIN") as copy,
+                    cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
                 ):
                     for row in table_rows[i : i + BATCH]:
                         copy.write_row(row)
