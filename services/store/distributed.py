@@ -18,6 +18,7 @@ Whether a database is a Citus database is asked once per pool (the ``citus`` ext
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any
 
@@ -29,7 +30,7 @@ _ON_CITUS: weakref.WeakKeyDictionary[object, bool] = weakref.WeakKeyDictionary()
 _ASK = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
 
 COLUMNS = "(tenant, table_id, version, event_id, type, body, ruling, hash, facts, judge)"
-_ROW = "(%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s::bytea, %s::integer)"
+_CASTS = ("", "", "", "", "", "::jsonb", "::jsonb", "", "::bytea", "::integer")  # per column of COLUMNS
 
 
 def on_citus(pool: ConnectionPool | AsyncConnectionPool, conn: psycopg.Connection[Any]) -> bool:
@@ -49,9 +50,19 @@ async def on_citus_async(pool: AsyncConnectionPool, conn: psycopg.AsyncConnectio
     return known
 
 
+@functools.lru_cache(maxsize=128)
 def insert_sql(count: int) -> str:
-    """A router ``INSERT … VALUES`` of ``count`` rows in the columns of ``locked.COPY``."""
-    return f"INSERT INTO events {COLUMNS} VALUES " + ", ".join([_ROW] * count)
+    """A router ``INSERT … VALUES`` of ``count`` rows in the columns of ``locked.COPY``, with
+    PostgreSQL's own placeholders (``$1``, ``$2``, …), for a raw cursor. With psycopg's ``%s`` a
+    100-event batch's 1,000 placeholders were parsed on every append — psycopg caches that parse
+    only for statements of at most 50 parameters — ≈ 2.9 ms of CPU per batch (bench_cluster's
+    "where the time goes"); a raw cursor sends the text as it is (≈ 0.1 ms)."""
+    width = len(_CASTS)
+    rows = (
+        "(" + ", ".join(f"${i * width + j + 1}{cast}" for j, cast in enumerate(_CASTS)) + ")"
+        for i in range(count)
+    )
+    return f"INSERT INTO events {COLUMNS} VALUES " + ", ".join(rows)
 
 
 def flat(rows: list[tuple[Any, ...]]) -> list[Any]:
@@ -60,4 +71,12 @@ def flat(rows: list[tuple[Any, ...]]) -> list[Any]:
 
 def insert_rows(conn: psycopg.Connection[Any], rows: list[tuple[Any, ...]]) -> int:
     """The locking path's rows (``Batch.rows``) as one router statement; the rows inserted."""
-    return conn.execute(insert_sql(len(rows)), flat(rows)).rowcount
+    with psycopg.RawCursor(conn) as cur:
+        cur.execute(insert_sql(len(rows)), flat(rows))
+        return cur.rowcount
+
+
+async def insert_rows_async(conn: psycopg.AsyncConnection[Any], rows: list[tuple[Any, ...]]) -> int:
+    async with psycopg.AsyncRawCursor(conn) as cur:
+        await cur.execute(insert_sql(len(rows)), flat(rows))
+        return cur.rowcount

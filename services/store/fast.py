@@ -198,7 +198,7 @@ async def _run_citus_async(conn: Any, plan: FastPlan) -> int:
     async with conn.transaction():
         if (await conn.execute(_head_sql(plan), plan.params)).rowcount != 1:
             return 0
-        return (await conn.execute(distributed.insert_sql(len(rows)), distributed.flat(rows))).rowcount
+        return await distributed.insert_rows_async(conn, rows)
 
 
 def finish(cache: StateCache, plan: FastPlan, inserted: int) -> AppendResult | None:
