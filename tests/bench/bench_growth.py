@@ -106,6 +106,7 @@ def _probe(
         for _ in range(20):  # warm: the worker's first reads
             client.get(f"/v1/tables/{tag}0/state", params={"at": 5}, headers=support)
         times = []
+        cpu0 = (tree_cpu(pids[0]), tree_cpu(pids[1]))
         for _ in range(READS):
             i = pick.randrange(len(probe))
             at = pick.randrange(1, len(probe[i]) + 1)
@@ -113,6 +114,9 @@ def _probe(
             r = client.get(f"/v1/tables/{tag}{i}/state", params={"at": at}, headers=support)
             times.append((time.perf_counter() - t) * 1000)
             assert r.status_code == 200, r.text
+        cpu1 = (tree_cpu(pids[0]), tree_cpu(pids[1]))
+        out["step_kwx_ms"] = (cpu1[0] - cpu0[0]) / READS * 1000
+        out["step_pg_ms"] = (cpu1[1] - cpu0[1]) / READS * 1000
         times.sort()
         out["step_p50"] = statistics.median(times)
         out["step_p99"] = times[min(len(times) - 1, int(0.99 * len(times)))]
@@ -123,7 +127,8 @@ def _say(label: str, r: dict[str, float]) -> None:
     print(f"{label}: append {r['append']:8,.0f} events/s (CPU per batch: kwx serve "
           f"{r['append_kwx_ms']:.2f} ms, PostgreSQL {r['append_pg_ms']:.2f} ms); projector catch-up "
           f"{r['catch_up']:8,.0f} events/s; state?at=N p50 {r['step_p50']:.1f} ms, "
-          f"p99 {r['step_p99']:.1f} ms")  # fmt: skip
+          f"p99 {r['step_p99']:.1f} ms (CPU per read: kwx serve {r['step_kwx_ms']:.2f} ms, "
+          f"PostgreSQL {r['step_pg_ms']:.2f} ms)")  # fmt: skip
 
 
 ROUNDS = int(os.environ.get("KWX_BENCH_ROUNDS", "3"))
@@ -209,7 +214,9 @@ def run() -> None:
                 runs[name].append(result)
                 _say(f"round {r + 1}, {name} store", result)
         lines = (("append", "append rate", True), ("step_p50", "state?at=N p50", False),
-                 ("step_p99", "state?at=N p99", False), ("catch_up", "catch-up rate", True))  # fmt: skip
+                 ("step_p99", "state?at=N p99", False), ("catch_up", "catch-up rate", True),
+                 ("step_kwx_ms", "CPU per read, kwx serve", False),
+                 ("step_pg_ms", "CPU per read, PostgreSQL", False))  # fmt: skip
         print(f"full ({stored:,} events) / empty, median of the {ROUNDS} paired rounds [range]:")
         for name, label, higher in lines:
             ratios = sorted(f[name] / e[name] for e, f in zip(runs["empty"], runs["full"], strict=True))
@@ -217,7 +224,7 @@ def run() -> None:
             worse = (1 - ratio) if higher else (ratio - 1)
             goal = (
                 ""
-                if name == "catch_up"
+                if name == "catch_up" or name.endswith("_ms")
                 else " (goal: within 10 %: " + ("met" if worse <= 0.10 else "missed") + ")"
             )
             print(f"    {label}: {ratio:.2f} [{ratios[0]:.2f}–{ratios[-1]:.2f}]{goal}")
