@@ -189,12 +189,13 @@ Known = tuple[dict[tuple[str, str], int], dict[str, int]]  # (seq of a known tab
 
 
 def _known(conn: Connection, tables: list[dict[str, Any]]) -> Known:
-    """The seqs of the batch's tables this model already has, and each of its tenants' greatest."""
+    """The seqs of the batch's tables this model already has, and the greatest of each tenant with a
+    table new to it (most batches have none: a table is new once)."""
     tenants = list(dict.fromkeys(t["tenant"] for t in tables))
     ids = list(dict.fromkeys(t["table_id"] for t in tables))
-    rows = conn.execute(_KNOWN, (tenants, ids)).fetchall()
-    tops = {t: last_number(conn, "proj_discovery_tables", "seq", t) for t in tenants}
-    return {(t, i): int(n) for t, i, n in rows}, tops
+    seqs = {(t, i): int(n) for t, i, n in conn.execute(_KNOWN, (tenants, ids)).fetchall()}
+    new = dict.fromkeys(t["tenant"] for t in tables if (t["tenant"], t["table_id"]) not in seqs)
+    return seqs, {t: last_number(conn, "proj_discovery_tables", "seq", t) for t in new}
 
 
 def number(tables: list[dict[str, Any]], known: Known) -> list[dict[str, Any]]:
