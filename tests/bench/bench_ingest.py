@@ -14,7 +14,9 @@ Both in the same run, on the same embedded PostgreSQL (a fresh one in a temporar
 
 Each line also prints the CPU milliseconds per 100-event batch of ``kwx serve`` (with its workers and
 projector child), of PostgreSQL (the postmaster and its backends) and of the clients — where the
-cores went, which the rates alone can't say on a shared 2-core machine.
+cores went, which the rates alone can't say on a shared 2-core machine. With the projector on, a
+round's CPU is counted until the processes are quiet again: the read models' work on the round's
+last events belongs to it (before 1 Dec 22:50 it was counted up to the clients' last answer only).
 
 The events are simulated legal tables (``domain.simulate``, ``KWX_BENCH_TABLES`` ×
 ``KWX_BENCH_HANDS`` hands, default 96 × 8 ≈ 39,000 events: a round of kwx takes ≈ 1–2 s, a COPY
@@ -329,6 +331,8 @@ def run() -> None:
                             n, seconds = bench_http(base, key, tables, clients, f"{tag}{clients}r{r}")
                         if sampler is not None:
                             lags += sampler.lags
+                        if projector != "off":  # the read models' work on this round's last events too
+                            wait_quiet((proc.pid, postgres))
                         after = (tree_cpu(proc.pid), tree_cpu(postgres), time.process_time())
                         rates.append(n / seconds)
                         paired.append({k: n / seconds / v for k, v in baseline.items()})
