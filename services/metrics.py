@@ -14,8 +14,10 @@ What is measured, by name (units as Prometheus and OpenTelemetry name them: ``_s
 * ``kwx_events_appended_total``, ``kwx_append_batches_total{outcome}`` (stored, replayed,
   version_conflict, id_conflict, illegal, malformed, refused), ``kwx_append_refusals_total{rule}``
   (illegal events by rule), ``kwx_recorded_violations_total{rule}``, ``kwx_append_duration_seconds``.
-* ``kwx_projection_events_total{model}`` and ``kwx_projection_parked_total`` (the projector's own
-  counts); read from the database at each scrape: ``kwx_projection_lag_seconds{model}``,
+* ``kwx_projection_events_total{model}``, ``kwx_projection_batches_total`` (its transactions that
+  moved a checkpoint: events per batch is what a batch's fixed cost is spread over) and
+  ``kwx_projection_parked_total`` (the projector's own counts); read from the database at each
+  scrape: ``kwx_projection_lag_seconds{model}``,
   ``kwx_projection_behind_events{model}``, ``kwx_projection_parked_events{model}``,
   ``kwx_projection_stale{model}``, ``kwx_database_up``.
 * ``kwx_db_pool_connections{pool}``, ``kwx_db_pool_connections_in_use{pool}``,
@@ -76,6 +78,7 @@ APPEND_DURATION = Histogram(
     "kwx_append_duration_seconds", "Time to check and store one append batch", buckets=_BUCKETS
 )
 PROJECTION_EVENTS = Counter("kwx_projection_events", "Events applied by the projector, by model", ["model"])
+PROJECTION_BATCHES = Counter("kwx_projection_batches", "Projector batches committed that moved a checkpoint")
 PROJECTION_PARKED = Counter("kwx_projection_parked", "Events the projector parked with an error")
 FEEDS_OPEN = Gauge("kwx_feeds_open", "Live feeds (GET /v1/feed) open", multiprocess_mode="livesum")
 CHAIN_FAILURES = Counter(
@@ -135,9 +138,13 @@ def observe_refusal(body: dict[str, Any], seconds: float) -> None:
 
 def observe_projection(applied: dict[str, int], parked: int) -> None:
     """The projector's ``on_batch`` hook."""
+    moved = False
     for model, count in applied.items():
         if count:
             PROJECTION_EVENTS.labels(model).inc(count)
+            moved = True
+    if moved:
+        PROJECTION_BATCHES.inc()
     if parked:
         PROJECTION_PARKED.inc(parked)
 

@@ -195,6 +195,22 @@ def postmaster_pid(base_dir: Path) -> int:
     return int(next(base_dir.rglob("postmaster.pid")).read_text().split()[0])
 
 
+def projector_counts(base: str) -> tuple[float, float]:
+    """(batches, events) the projector has committed, from kwx serve's ``/metrics`` (the events:
+    the ledger model's, which every batch of the default moves)."""
+    import urllib.request
+
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    batches = events = 0.0
+    for line in text.splitlines():
+        if line.startswith("kwx_projection_batches_total "):
+            batches = float(line.split()[-1])
+        elif line.startswith('kwx_projection_events_total{model="ledger"}'):
+            events = float(line.split()[-1])
+    return batches, events
+
+
 def wait_quiet(pids: tuple[int, ...], timeout: float = 20.0) -> None:
     """Until the processes (and their children) use under 5 % of a core over 0.2 s."""
     deadline = time.monotonic() + timeout
@@ -321,10 +337,11 @@ def run() -> None:
                 tag = f"{projector[:2]}{workers}"
                 bench_http(base, key, tables[:4], 2, f"warm{tag}")
                 for clients in runs:
-                    rates, cpu, paired = [], [0.0, 0.0, 0.0], []
+                    rates, cpu, paired, folds = [], [0.0, 0.0, 0.0], [], [0.0, 0.0]
                     for r in range(REPEAT):
                         wait_quiet((proc.pid, postgres))  # e.g. the projector catching up
                         baseline = copy_round(f"{tag}{clients}r{r}")
+                        counted = projector_counts(base) if projector != "off" else (0.0, 0.0)
                         before = (tree_cpu(proc.pid), tree_cpu(postgres), time.process_time())
                         sampling = projector == "on" and clients == many
                         with LagSampler(base) if sampling else contextlib.nullcontext() as sampler:
@@ -334,6 +351,9 @@ def run() -> None:
                         if projector != "off":  # the read models' work on this round's last events too
                             wait_quiet((proc.pid, postgres))
                         after = (tree_cpu(proc.pid), tree_cpu(postgres), time.process_time())
+                        if projector != "off":
+                            now = projector_counts(base)
+                            folds = [f + b - a for f, a, b in zip(folds, counted, now, strict=True)]
                         rates.append(n / seconds)
                         paired.append({k: n / seconds / v for k, v in baseline.items()})
                         cpu = [c + b - a for c, a, b in zip(cpu, before, after, strict=True)]
@@ -347,6 +367,10 @@ def run() -> None:
                           f"paired rounds: {ratios}")  # fmt: skip
                     print(f"    CPU ms per batch: kwx serve (with its children) {cpu[0] / batches:.2f}, "
                           f"PostgreSQL {cpu[1] / batches:.2f}, clients {cpu[2] / batches:.2f}")  # fmt: skip
+                    if folds[0]:
+                        per = folds[1] / folds[0]
+                        print(f"    the projector: {folds[0]:,.0f} batches, {per:,.0f} events per batch "
+                              "(kwx_projection_batches_total)")  # fmt: skip
                     if clients == many and workers == default:
                         cpu_per_batch[projector] = (cpu[0] + cpu[1]) / batches
             finally:

@@ -198,6 +198,8 @@ def test_every_worker_and_the_projector_are_counted(pg_cluster: Any, tmp_path: P
 
             found = wait_for(projected, 120, "the projector child's counts did not reach /metrics")
         assert total(found, "kwx_db_pool_connections") >= 1
+        batches = total(found, "kwx_projection_batches_total")
+        assert 1 <= batches <= total(found, "kwx_projection_events_total", model="ledger")
         names = {n for (n, _) in found}
         for expr in _dashboard_and_alert_exprs():
             for metric in re.findall(r"\bkwx_[a-z_]+\b", expr):
