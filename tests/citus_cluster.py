@@ -31,6 +31,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HOME = ROOT / ".kwx-citus"
@@ -106,6 +107,28 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def port_of(url: str) -> int:
+    """The port of a ``postgresql://…:PORT/db`` URL."""
+    return int(url.rsplit(":", 1)[1].split("/")[0])
+
+
+def worker_ports() -> list[int]:
+    """The test cluster's workers' ports, in ``KWX_TEST_CITUS_WORKERS``' order."""
+    return [port_of(u) for u in os.environ["KWX_TEST_CITUS_WORKERS"].split(",")]
+
+
+def worker_of(conn: Any, table: str) -> int:
+    """The port of the worker that holds ``table``'s shard of ``events`` (and of its co-located
+    tables)."""
+    row = conn.execute(
+        "SELECT p.nodeport FROM pg_dist_shard_placement p "
+        "WHERE p.shardid = get_shard_id_for_distribution_column('events', %s::text)",
+        (table,),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def _as_server_user(cmd: list[str]) -> list[str]:

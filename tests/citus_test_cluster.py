@@ -29,6 +29,7 @@ from services import migrate
 from services.store import batch as batches
 from services.store import fast, locked
 from services.store.events import EventStore
+from tests.citus_cluster import worker_of, worker_ports
 from tests.service.streams import legal_table, relabel
 from tests.service.test_global_read import drain, writers_and_a_tailing_reader
 
@@ -98,9 +99,7 @@ def test_the_per_table_tables_are_distributed_by_table_id_co_located_over_both_w
             "SELECT DISTINCT p.nodeport FROM pg_dist_shard s JOIN pg_dist_shard_placement p USING (shardid) "
             "WHERE s.logicalrelid = 'events'::regclass"
         ).fetchall()
-        workers = {
-            int(u.rsplit(":", 1)[1].split("/")[0]) for u in os.environ["KWX_TEST_CITUS_WORKERS"].split(",")
-        }
+        workers = set(worker_ports())
         assert {p[0] for p in ports} == workers
 
 
@@ -208,16 +207,6 @@ def test_the_fence_is_the_coordinators_xmin(remote: Remote, container: Any, data
     assert all("read_intermediate_result" in m for m in shard_reads)  # the xmin computed beforehand
 
 
-def _worker_of(conn: psycopg.Connection[Any], table: str) -> int:
-    row = conn.execute(
-        "SELECT p.nodeport FROM pg_dist_shard_placement p "
-        "WHERE p.shardid = get_shard_id_for_distribution_column('events', %s::text)",
-        (table,),
-    ).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
 def test_writers_on_both_workers_and_a_tailing_reader_see_every_event_once_in_order(
     container: Any, database_url: str
 ) -> None:
@@ -229,7 +218,7 @@ def test_writers_on_both_workers_and_a_tailing_reader_see_every_event_once_in_or
         while len(on) < 2 or min(len(v) for v in on.values()) < per_worker:
             table = f"spread-{run}-{n}"
             n += 1
-            tables_there = on.setdefault(_worker_of(conn, table), [])
+            tables_there = on.setdefault(worker_of(conn, table), [])
             if len(tables_there) < per_worker:
                 tables_there.append(table)
     assert len(on) == 2
@@ -304,12 +293,12 @@ def test_a_stopped_worker_is_503_for_its_tables_only_and_the_service_recovers_by
     from tests import citus_cluster
 
     headers = make_key("acme", "platform")
-    port = int(os.environ["KWX_TEST_CITUS_WORKERS"].split(",")[1].rsplit(":", 1)[1].split("/")[0])
+    port = worker_ports()[1]
     run = uuid.uuid4().hex[:8]
     with psycopg.connect(database_url) as conn:
         names = [f"stop-{run}-{i}" for i in range(64)]
-        down = next(t for t in names if _worker_of(conn, t) == port)
-        up = next(t for t in names if _worker_of(conn, t) != port)
+        down = next(t for t in names if worker_of(conn, t) == port)
+        up = next(t for t in names if worker_of(conn, t) != port)
     wire = legal_table(46)
 
     def post(table: str, start: int) -> Any:
@@ -360,12 +349,12 @@ def test_shard_moves_and_a_rebalance_keep_the_log_and_every_chain(pg_cluster: An
         append_all(0)
         first, checkpoint = drain(store, (0, 0, 0))
         with psycopg.connect(url, autocommit=True) as conn:
-            workers = sorted({_worker_of(conn, t) for t in tables})
+            workers = sorted({worker_of(conn, t) for t in tables})
             assert len(workers) == 2
             target = workers[0]
             moved = 0
             for table in tables:
-                source = _worker_of(conn, table)
+                source = worker_of(conn, table)
                 if source != target:
                     conn.execute(
                         "SELECT citus_move_shard_placement(get_shard_id_for_distribution_column("
@@ -374,7 +363,7 @@ def test_shard_moves_and_a_rebalance_keep_the_log_and_every_chain(pg_cluster: An
                         (table, source, target),
                     )
                     moved += 1
-            assert moved and {_worker_of(conn, t) for t in tables} == {target}
+            assert moved and {worker_of(conn, t) for t in tables} == {target}
             append_all(6)
             conn.execute("SELECT citus_rebalance_start(shard_transfer_mode => 'block_writes')")
             conn.execute("SELECT citus_rebalance_wait()")

@@ -58,24 +58,6 @@ def _on_the_cluster() -> None:
         pytest.fail("tests/citus_test_faults.py runs on the Citus cluster: `make test-citus`")
 
 
-def _port(url: str) -> int:
-    return int(url.rsplit(":", 1)[1].split("/")[0])
-
-
-def _worker_ports() -> list[int]:
-    return [_port(u) for u in os.environ["KWX_TEST_CITUS_WORKERS"].split(",")]
-
-
-def _worker_of(conn: psycopg.Connection[Any], table: str) -> int:
-    row = conn.execute(
-        "SELECT p.nodeport FROM pg_dist_shard_placement p "
-        "WHERE p.shardid = get_shard_id_for_distribution_column('events', %s::text)",
-        (table,),
-    ).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
 @dataclass
 class Sent:
     """One request's answer, and the phases of the run when it was sent and when it was answered."""
@@ -186,14 +168,14 @@ class Ingest:
 
 def _make_tables(database_url: str, run: str) -> tuple[dict[str, list[dict[str, Any]]], list[list[str]]]:
     """PER_WORKER tables on each worker for each client (names hashed to shards until it fits)."""
-    ports = _worker_ports()
+    ports = citus_cluster.worker_ports()
     on: dict[int, list[str]] = {p: [] for p in ports}
     with psycopg.connect(database_url) as conn:
         n = 0
         while min(len(v) for v in on.values()) < CLIENTS * PER_WORKER:
             name = f"f-{run}-{n}"
             n += 1
-            there = on[_worker_of(conn, name)]
+            there = on[citus_cluster.worker_of(conn, name)]
             if len(there) < CLIENTS * PER_WORKER:
                 there.append(name)
     names = [t for p in ports for t in on[p]]
@@ -341,19 +323,14 @@ def _assert_end_state(served: Served, ingest: Ingest) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("mode", ["immediate", "fast"])
-def test_a_worker_stopped_during_concurrent_ingest(served: Served, mode: str) -> None:
-    """Worker 2 stopped while four clients append: its tables answer 503 (Retry-After) and are
-    re-sent, the other worker's tables keep being accepted; worker 2 started again, every client
-    finishes with no restart of the service; the end state is whole (``_assert_end_state``)."""
-    run = uuid.uuid4().hex[:8]
-    tables, groups = _make_tables(served.url, run)
-    stopped = _worker_ports()[1]
-    with psycopg.connect(served.url) as conn:
-        down = {t for t in tables if _worker_of(conn, t) == stopped}
-    up = set(tables) - down
-    ingest = Ingest(served.base, served.key, tables, groups)
-    data = citus_cluster.data_folder_of(stopped)
+def _stopped_under_ingest(
+    ingest: Ingest, tables: list[str], data: Path, mode: str, what: str, enough: Callable[[list[Sent]], bool]
+) -> tuple[float, float]:
+    """Start the clients; once every table has two batches stored, stop the node whose data folder
+    is ``data`` (``pg_ctl -m mode``) and let ingest go on until ``enough`` holds of what was sent
+    (``what`` names it if it never does); start the node again and let every client finish. The
+    phases the requests are tagged with: ``down`` from the stop, ``starting`` during the start,
+    ``back`` after. (When the node was stopped, when it was started.)"""
     ingest.start()
     try:
         # some of every client's batches stored before the fault
@@ -362,19 +339,39 @@ def test_a_worker_stopped_during_concurrent_ingest(served: Served, mode: str) ->
         citus_cluster.pg_ctl(data, "-m", mode, "-w", "stop")
         stopped_at = time.monotonic()
         ingest.set_phase("down")
-        # while it is down: its tables refused, the other worker's accepted (sent after the stop)
-        def refused_and_accepted(sent: list[Sent]) -> bool:
-            refused = any(s.phase == "down" and s.status == 503 and s.table in down for s in sent)
-            return refused and sum(s.phase == "down" and s.status == 201 and s.table in up for s in sent) >= 8
-
-        ingest.wait("a stopped worker's table refused and the other worker's accepted, while down",
-                    refused_and_accepted)  # fmt: skip
+        ingest.wait(what, enough)
     finally:
         ingest.set_phase("starting")  # "down" ends before the start begins
         citus_cluster.pg_ctl(data, "-l", str(data / "server.log"), "-w", "start")
     back_at = time.monotonic()
     ingest.set_phase("back")
     ingest.join()
+    return stopped_at, back_at
+
+
+@pytest.mark.parametrize("mode", ["immediate", "fast"])
+def test_a_worker_stopped_during_concurrent_ingest(served: Served, mode: str) -> None:
+    """Worker 2 stopped while four clients append: its tables answer 503 (Retry-After) and are
+    re-sent, the other worker's tables keep being accepted; worker 2 started again, every client
+    finishes with no restart of the service; the end state is whole (``_assert_end_state``)."""
+    run = uuid.uuid4().hex[:8]
+    tables, groups = _make_tables(served.url, run)
+    stopped = citus_cluster.worker_ports()[1]
+    with psycopg.connect(served.url) as conn:
+        down = {t for t in tables if citus_cluster.worker_of(conn, t) == stopped}
+    up = set(tables) - down
+    ingest = Ingest(served.base, served.key, tables, groups)
+    data = citus_cluster.data_folder_of(stopped)
+
+    # while it is down: its tables refused, the other worker's accepted (sent after the stop)
+    def refused_and_accepted(sent: list[Sent]) -> bool:
+        refused = any(s.phase == "down" and s.status == 503 and s.table in down for s in sent)
+        return refused and sum(s.phase == "down" and s.status == 201 and s.table in up for s in sent) >= 8
+
+    stopped_at, back_at = _stopped_under_ingest(
+        ingest, tables, data, mode,
+        "a stopped worker's table refused and the other worker's accepted, while down", refused_and_accepted,
+    )  # fmt: skip
     sent = ingest.sent
     # none of its tables accepted while it was down: no request sent after the stop and answered
     # before the start was (one sent before may be answered after the stop, one sent while down
@@ -404,23 +401,12 @@ def test_a_coordinator_restarted_during_concurrent_ingest(served: Served, mode: 
     run = uuid.uuid4().hex[:8]
     tables, groups = _make_tables(served.url, run)
     ingest = Ingest(served.base, served.key, tables, groups)
-    data = citus_cluster.data_folder_of(_port(os.environ["TEST_DATABASE_URL"]))
-    ingest.start()
-    try:
-        ingest.wait("two batches of each table accepted before the stop", lambda sent: Counter(
-            s.table for s in sent if s.status == 201) >= Counter(dict.fromkeys(tables, 2)))  # fmt: skip
-        citus_cluster.pg_ctl(data, "-m", mode, "-w", "stop")
-        stopped_at = time.monotonic()
-        ingest.set_phase("down")
-        # ingest goes on against it: a few 503s sent and answered while it was down
-        ingest.wait("503s while the coordinator was down", lambda sent: sum(
-            s.phase == s.answered == "down" and s.status == 503 for s in sent) >= 2 * CLIENTS)  # fmt: skip
-    finally:
-        ingest.set_phase("starting")
-        citus_cluster.pg_ctl(data, "-l", str(data / "server.log"), "-w", "start")
-    back_at = time.monotonic()
-    ingest.set_phase("back")
-    ingest.join()
+    data = citus_cluster.data_folder_of(citus_cluster.port_of(os.environ["TEST_DATABASE_URL"]))
+    # ingest goes on against it: a few 503s sent and answered while it was down
+    stopped_at, back_at = _stopped_under_ingest(
+        ingest, tables, data, mode, "503s while the coordinator was down", lambda sent: sum(
+            s.phase == s.answered == "down" and s.status == 503 for s in sent) >= 2 * CLIENTS,
+    )  # fmt: skip
     sent = ingest.sent
     # nothing accepted while it was down (sent after the stop, answered before the start)
     assert not [s for s in sent if s.phase == s.answered == "down" and s.status == 201]
@@ -452,7 +438,7 @@ def test_a_worker_connection_lost_at_commit_is_a_replay_not_a_500(pg_cluster: An
 
     url = pg_cluster.create_database("kwx_citus_cut")
     migrate.upgrade(url)
-    worker = _worker_ports()[1]
+    worker = citus_cluster.worker_ports()[1]
     proxy = Proxy(("127.0.0.1", worker))
     with psycopg.connect(url, autocommit=True) as conn:  # this database reaches worker 2 through it
         conn.execute(
@@ -460,7 +446,7 @@ def test_a_worker_connection_lost_at_commit_is_a_replay_not_a_500(pg_cluster: An
             (proxy.port, worker),
         )
         names = [f"cut-{uuid.uuid4().hex[:8]}-{i}" for i in range(64)]
-        table = next(t for t in names if _worker_of(conn, t) == proxy.port)
+        table = next(t for t in names if citus_cluster.worker_of(conn, t) == proxy.port)
     container = _container(url)
     try:
         key = KeyStore(container.pool).create("cut", "platform")
