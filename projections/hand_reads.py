@@ -3,8 +3,9 @@ audit, its timeline) fold, so that they cost what the hand costs, not what the t
 
 Two steps, like :mod:`projections.replay` (never two pooled connections held at once, issue 11 §3):
 
-1. :func:`locate` (on a connection the caller then gives back): from the ``snapshots`` read model,
-   the latest snapshot of a hand ≤ n (normally hand n's own, the state right after its
+1. :func:`locate` (on a connection the caller then gives back): from the snapshots
+   (:mod:`projections.snapshots`: a ``hand_started``'s stored facts, or the read model's table), the
+   latest snapshot of a hand ≤ n (normally hand n's own, the state right after its
    ``hand_started``) and the version before hand n+1's ``hand_started`` (the hand's last event).
 2. :func:`load` (the events from the store, one pooled connection per page): the snapshot decoded
    and the stored events from its version to the hand's last event, as a :class:`HandEvents`.
@@ -46,7 +47,7 @@ import msgspec
 
 from domain.engine import Replayer
 from domain.events import Event, HandStarted, TableClosed, decode
-from projections.schema import snapshots
+from projections import snapshots
 from projections.sql import Connection
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HandEvents", "HandSpan", "load", "locate"]
 
-_MAX_HAND = 2**31 - 1  # the snapshots' hand column is an int4
+_MAX_HAND = 2**31 - 1  # the snapshots' hand column is an int4 (a hand number beyond it: none follows)
 
 
 class HandSpan(msgspec.Struct, frozen=True, kw_only=True):
@@ -66,29 +67,25 @@ class HandSpan(msgspec.Struct, frozen=True, kw_only=True):
     end: int | None = None  # the hand's last event (hand n+1's hand_started − 1); None: the table's last
 
 
-# At most two rows read backwards on the snapshots' key (tenant, table_id, version): hand n+1's
-# (its version − 1 is hand n's last event; its state not sent) and the latest of a hand ≤ n. Plain
-# text, not a Core statement: compiling one cost more than running it (≈ 0.6 ms of a read).
-_LOCATE = (
-    "SELECT version, hand, CASE WHEN hand = %(following)s THEN NULL ELSE state END"
-    f" FROM {snapshots.name} WHERE tenant = %(tenant)s AND table_id = %(table_id)s"
-    " AND hand <= %(following)s ORDER BY version DESC LIMIT 2"
-)
-
-
 def locate(conn: Connection, tenant: str, table_id: str, hand: int) -> HandSpan:
-    """The :class:`HandSpan` of the tenant's table's hand ``hand``: at most two snapshot rows, read
-    backwards on the snapshots' key (tenant, table_id, version); only the start's state is sent."""
+    """The :class:`HandSpan` of the tenant's table's hand ``hand``: at most two snapshots, read
+    backwards on their keys (:data:`projections.snapshots.LOCATE`); only the start's state is sent.
+    Plain text, not a Core statement: compiling one cost more than running it (≈ 0.6 ms of a read)."""
     following = min(hand + 1, _MAX_HAND)  # a hand beyond the column's range: none follows, none is
-    params = {"tenant": tenant, "table_id": table_id, "following": following}
-    rows = conn.execute(_LOCATE, params).fetchall()
+    found = conn.execute(snapshots.LOCATE, snapshots.params(tenant, table_id, following=following)).fetchall()
+    rows, seen = [], set()
+    for row in found:  # a version in both sources comes twice
+        if row[0] not in seen:
+            seen.add(row[0])
+            rows.append(row)
     end: int | None = None
     if rows and int(rows[0][1]) == hand + 1:
         end = int(rows[0][0]) - 1
         rows = rows[1:]
-    if not rows:
+    state = snapshots.state_of(rows[0][2], rows[0][3]) if rows else None
+    if state is None:
         return HandSpan(hand=hand, end=end)
-    return HandSpan(hand=hand, start=int(rows[0][0]), state=bytes(rows[0][2]), end=end)
+    return HandSpan(hand=hand, start=int(rows[0][0]), state=state, end=end)
 
 
 class HandEvents(msgspec.Struct, kw_only=True):

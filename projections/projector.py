@@ -284,7 +284,7 @@ class Projector:
                 if known:  # judged once, by the append: its facts as stored (None: it gave none)
                     if stored is None:
                         continue
-                    facts = decode_facts(stored, position, tx_id)
+                    facts = decode_facts(stored, position, tx_id, states=False)
                     self.stored_facts += 1
                 else:
                     # Folded here: consecutive events of one table (an append's) reuse its context;

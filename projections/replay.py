@@ -1,5 +1,6 @@
 """The state of a table after any event, fast: the latest per-hand snapshot at or before the
-event (``proj_table_snapshots``), then only the events of that hand. Used by the state endpoint;
+event (:func:`projections.snapshots.latest`: a ``hand_started``'s stored facts, or
+``proj_table_snapshots``), then only the events of that hand. Used by the state endpoint;
 the property test checks that it equals folding from event 1.
 
 The snapshot is read first (:func:`latest_snapshot`, on a connection the caller then gives back),
@@ -11,26 +12,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-
 from domain.engine import Replayer, TableState
 from domain.events import decode
-from projections.schema import snapshots
-from projections.sql import Connection, fetch
+from projections import snapshots
+from projections.sql import Connection
 
 if TYPE_CHECKING:
     from projections.projector import EventSource
 
 
 def latest_snapshot(conn: Connection, tenant: str, table_id: str, at: int) -> tuple[int, bytes] | None:
-    stmt = (
-        select(snapshots.c.version, snapshots.c.state)
-        .where(snapshots.c.tenant == tenant, snapshots.c.table_id == table_id, snapshots.c.version <= at)
-        .order_by(snapshots.c.version.desc())
-        .limit(1)
-    )
-    rows = fetch(conn, stmt)
-    return (int(rows[0][0]), bytes(rows[0][1])) if rows else None
+    return snapshots.latest(conn, tenant, table_id, at)
 
 
 def state_at(

@@ -20,7 +20,7 @@ from pathlib import Path
 import msgspec
 
 from projections.derive import FactCtx
-from projections.model import EventRef, Fact, ReportedLine, TableInfo
+from projections.model import EventRef, Fact, ReportedLine, SnapshotTaken, TableInfo
 
 FORMAT = 1
 """The stored form's version: part of :data:`JUDGE`."""
@@ -53,15 +53,27 @@ def encode(facts: list[Fact]) -> bytes:
     return _encode(facts)
 
 
-def decode(data: bytes, position: int, tx_id: int) -> list[Fact]:
-    """The stored facts of the event at log ``position`` / ``tx_id``, as the fold would give them."""
+def decode(data: bytes, position: int, tx_id: int, *, states: bool = True) -> list[Fact]:
+    """The stored facts of the event at log ``position`` / ``tx_id``, as the fold would give them.
+    ``states=False`` (the projector): a ``SnapshotTaken``'s state is left out (``b""``) — it stays
+    in the event's row, where readers find it (:mod:`projections.snapshots`)."""
     out: list[Fact] = []
     for fact in _facts.decode(data):
-        at = fact.at
-        out.append(
-            msgspec.structs.replace(fact, at=EventRef(version=at.version, position=position, tx_id=tx_id))
-        )
+        ref = EventRef(version=fact.at.version, position=position, tx_id=tx_id)
+        if not states and type(fact) is SnapshotTaken:
+            out.append(msgspec.structs.replace(fact, at=ref, state=b""))
+        else:
+            out.append(msgspec.structs.replace(fact, at=ref))
     return out
+
+
+def snapshot_state(data: bytes) -> bytes | None:
+    """The engine state in an event's stored facts (a ``hand_started``'s ``SnapshotTaken``), or
+    None when they hold none."""
+    for fact in _facts.decode(data):
+        if type(fact) is SnapshotTaken:
+            return fact.state
+    return None
 
 
 class _StoredCtx(msgspec.Struct, array_like=True):

@@ -104,9 +104,32 @@ def violating(seed: int, hands: int = 2, preset: str | None = None) -> tuple[lis
     return [{k: v for k, v in e.items() if not (k == "at" and v is None)} for e in wire], codes
 
 
+def reader_snapshots(conn: Any, table_ids: list[str] | None = None) -> list[tuple[Any, ...]]:
+    """The snapshot a reader finds at each ``hand_started`` (``projections.snapshots.latest``: its
+    event's stored facts or ``proj_table_snapshots``), as (tenant, table_id, version, md5 of the
+    state), in order; of the tables ``table_ids`` (None: every table). Where a snapshot lives is the
+    projector's business (docs/projections.md §1): what a reader gets is what must agree."""
+    import hashlib
+
+    from projections import snapshots
+
+    starts = conn.execute(
+        "SELECT tenant, table_id, version FROM events WHERE type = 'hand_started' "
+        "AND (%s::text[] IS NULL OR table_id = ANY(%s::text[])) ORDER BY 1, 2, 3",
+        (table_ids, table_ids),
+    ).fetchall()
+    out = []
+    for tenant, table_id, version in starts:
+        found = snapshots.latest(conn, tenant, table_id, version)
+        if found is not None and found[0] == version:
+            out.append((tenant, table_id, version, hashlib.md5(found[1]).hexdigest()))
+    return out
+
+
 def dump_read_models(url: str) -> dict[str, list[tuple[Any, ...]]]:
     """Every read model's rows on the database ``url`` in a stable order (the ledger's entries
-    without their serial ``entry_id``; snapshots as md5): to compare incremental and rebuilt."""
+    without their serial ``entry_id``; snapshots as a reader finds them, as md5): to compare
+    incremental and rebuilt."""
     import psycopg
 
     entry_cols = (
@@ -120,7 +143,8 @@ def dump_read_models(url: str) -> dict[str, list[tuple[Any, ...]]]:
         "stats": "SELECT * FROM proj_player_stats ORDER BY 1, 2, 3, 4",
         "patterns": "SELECT * FROM proj_player_patterns ORDER BY 1, 2, 3, 4",
         "discrepancies": "SELECT * FROM proj_discrepancies ORDER BY table_id, reported_event",
-        "snapshots": "SELECT table_id, version, hand, md5(state) FROM proj_table_snapshots ORDER BY 1, 2",
     }
     with psycopg.connect(url) as conn:
-        return {name: conn.execute(sql).fetchall() for name, sql in queries.items()}
+        out = {name: conn.execute(sql).fetchall() for name, sql in queries.items()}
+        out["snapshots"] = reader_snapshots(conn)
+        return out

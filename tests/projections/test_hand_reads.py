@@ -19,6 +19,7 @@ import pytest
 
 from domain import engine
 from domain.events import decode
+from projections import stored_facts
 from projections.projector import Projector
 from tests.projections.helpers import append, simulated
 from tests.service.streams import expectation, load, stream_files
@@ -52,9 +53,14 @@ def _restricted(audit: dict[str, Any], hand: int) -> dict[str, Any]:
 
 @contextmanager
 def _without_snapshots(projector: Projector, container: Any, table_id: str) -> Iterator[None]:
-    """The table's snapshot rows set aside (the app's background projector may write them at any
-    time: first every one of them is written, so none comes later) and put back afterwards."""
+    """The table's snapshots set aside and put back afterwards: its rows in ``proj_table_snapshots``
+    (the app's background projector may write them at any time: first every one of them is
+    written, so none comes later) and the states in its ``hand_started`` events' stored facts,
+    which readers take only from events of their own judge (``stored_facts.JUDGE``, read at call
+    time): no event has judge −1."""
     projector.catch_up()
+    judge = stored_facts.JUDGE
+    stored_facts.JUDGE = -1
     with container.pool.connection() as conn:
         rows = conn.execute(
             "SELECT tenant, table_id, version, hand, state FROM proj_table_snapshots WHERE table_id = %s",
@@ -64,6 +70,7 @@ def _without_snapshots(projector: Projector, container: Any, table_id: str) -> I
     try:
         yield
     finally:
+        stored_facts.JUDGE = judge
         with container.pool.connection() as conn:
             conn.cursor().executemany(
                 "INSERT INTO proj_table_snapshots (tenant, table_id, version, hand, state) "

@@ -14,10 +14,10 @@ import pytest
 
 from domain import engine
 from domain.events import convert
-from projections import registry
+from projections import registry, snapshots
 from projections.log import fence
 from projections.projector import Projector
-from tests.projections.helpers import append, simulated
+from tests.projections.helpers import append, reader_snapshots, simulated
 
 pytestmark = pytest.mark.db
 
@@ -25,6 +25,11 @@ pytestmark = pytest.mark.db
 @pytest.fixture()
 def projector(container: Any) -> Projector:
     return Projector(container.pool, container.store, engine)
+
+
+def _read_snapshots(container: Any, table_ids: list[str]) -> list[tuple[Any, ...]]:
+    with container.pool.connection() as conn:
+        return reader_snapshots(conn, table_ids)
 
 
 def q(container: Any, sql: str, *params: Any) -> list[tuple[Any, ...]]:
@@ -143,12 +148,7 @@ def _dump(container: Any, tenant: str, table_ids: list[str]) -> dict[str, list[t
             "WHERE tenant = %s ORDER BY 1, 2",
             tenant,
         ),
-        "snapshots": q(
-            container,
-            "SELECT table_id, version, state FROM proj_table_snapshots "
-            "WHERE table_id = ANY(%s) ORDER BY 1, 2",
-            table_ids,
-        ),
+        "snapshots": _read_snapshots(container, table_ids),
     }
 
 
@@ -356,10 +356,13 @@ def test_record_tables_project_what_the_checked_fold_and_kwx_settle_compute(
         events = [decode_event(e.body) for e in container.store.read_table(tenant, table_id, 0, 10_000)]
         assert len(events) == len(wire)
         state = engine.fold(events)
-        snaps = q(container, "SELECT version, state FROM proj_table_snapshots WHERE table_id = %s", table_id)
-        assert len(snaps) == state.hand_no
-        for version, blob in snaps:
-            assert bytes(blob) == engine.encode_state(engine.fold(events[:version]))
+        starts = [v for v, e in enumerate(events, 1) if type(e).__name__ == "HandStarted"]
+        assert len(starts) == state.hand_no
+        with container.pool.connection() as conn:
+            for version in starts:  # what a reader finds at each hand start: that hand's state
+                found = snapshots.latest(conn, tenant, table_id, version)
+                assert found is not None and found[0] == version
+                assert found[1] == engine.encode_state(engine.fold(events[:version]))
         # a restarted projector refolds the table from the store (read_table, stored rulings)
         ctx = Projector(container.pool, container.store, engine)._ctx(tenant, table_id, len(wire) + 1)
         assert ctx.state == state and ctx.failures == 0

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain import engine
-from domain.events import TableOpened, convert
+from domain.events import TableOpened, convert, decode
 from projections import registry, stored_facts
 from projections.derive import FactCtx, advance, new_ctx, observe
 from projections.model import EventRef
@@ -28,7 +28,7 @@ from projections.projector import Projector
 from services.engine_adapter import DomainEngine
 from services.store import batch as batches
 from services.store import chain
-from tests.projections.helpers import simulated, violating
+from tests.projections.helpers import reader_snapshots, simulated, violating
 
 
 def _chunks(rng: random.Random, n: int) -> list[tuple[int, int]]:
@@ -116,13 +116,17 @@ def test_the_judge_changes_with_any_source_that_decides_facts(tmp_path: Any) -> 
 
 def _dump_all(url: str) -> dict[str, list[tuple[Any, ...]]]:
     """Every read model table's rows (every model of the registry), without serial columns (a
-    rebuild numbers those anew), in a stable order."""
-    from projections.schema import OWNED
+    rebuild numbers those anew), in a stable order; the snapshots as a reader finds them (in the
+    hand starts' stored facts, or in ``proj_table_snapshots`` for the events the projector folded)."""
+    from projections.schema import OWNED, snapshots
 
     out: dict[str, list[tuple[Any, ...]]] = {}
     with psycopg.connect(url) as conn:
         for name in registry.NAMES:
             for table in OWNED[name]:
+                if table is snapshots:
+                    out["snapshots as read"] = reader_snapshots(conn)
+                    continue
                 cols = [
                     r[0]
                     for r in conn.execute(
@@ -177,14 +181,26 @@ def test_read_models_from_stored_facts_equal_a_rebuild_that_folds(private_db: tu
     assert live.folded == 0 and live.refolds == 0, "every event was judged by this build: nothing folded"
     assert live.stored_facts > 0
     from_facts = _dump_all(url)
-    assert all(from_facts[t] for t in ("proj_hand_settlements", "proj_feed", "proj_table_snapshots"))
+    assert all(from_facts[t] for t in ("proj_hand_settlements", "proj_feed", "snapshots as read"))
     assert from_facts["proj_discrepancies"], "the simulator reports some settlements wrong"
     assert from_facts["proj_discovery_hands"] and from_facts["proj_ledger_entries"]
+
+    assert _copied_snapshots(url, tenant) == 0  # the states stay in their hand starts' rows
 
     refold = Projector(shared.pool, shared, engine, judge=None)  # take no stored fact
     refold.rebuild()
     assert refold.stored_facts == 0 and refold.folded >= total
+    assert _copied_snapshots(url, tenant) > 0  # folded here: kept in the read model's table
     assert _dump_all(url) == from_facts
+
+
+def _copied_snapshots(url: str, tenant: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM proj_table_snapshots WHERE tenant = %s", (tenant,)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 class _Doubled:
@@ -313,3 +329,44 @@ def test_facts_that_cannot_be_stored_never_fail_an_append_and_are_folded(
     mine = _dump_all(url)
     Projector(shared.pool, shared, engine, judge=None).rebuild()
     assert _dump_all(url) == mine
+
+
+def test_a_hand_starts_state_is_read_from_its_event_before_any_projector_ran(
+    private_db: tuple[Any, str],
+) -> None:
+    """The append stores each hand start's state in the event's facts; a reader finds it there with
+    no projector run at all and nothing copied into ``proj_table_snapshots``: the state and a hand's
+    span equal the fold's. Under another judge the same events give no snapshot (fold from 1) until
+    a projector of that judge folds them and keeps their states in the read model's table."""
+    from projections import hand_reads, snapshots
+
+    shared, url = private_db
+    tenant = "hs-" + uuid.uuid4().hex[:6]
+    events = [convert(e) for e in simulated(8400, 3)]
+    shared.append(tenant, "t", 0, events)
+    starts = [v for v, e in enumerate(events, 1) if type(e).__name__ == "HandStarted"]
+    assert len(starts) == 3 and _copied_snapshots(url, tenant) == 0
+    events = [decode(e.body) for e in shared.read_table(tenant, "t", 0, 10_000)]  # as stored (rules pinned)
+    with psycopg.connect(url) as conn:
+        for hand, version in enumerate(starts, 1):
+            at = version + 3  # a few events into the hand: the latest snapshot is its start
+            found = snapshots.latest(conn, tenant, "t", at)
+            assert found is not None and found[0] == version
+            assert found[1] == engine.encode_state(engine.fold(events[:version]))
+            span = hand_reads.locate(conn, tenant, "t", hand)
+            assert span.start == version and span.state == found[1]
+            assert span.end == (starts[hand] - 1 if hand < 3 else None)
+        assert snapshots.latest(conn, tenant, "t", starts[0] - 1) is None  # before the first hand
+        mine = stored_facts.JUDGE
+        try:
+            stored_facts.JUDGE = mine + 1  # a reader of another build: these facts are not its own
+            assert snapshots.latest(conn, tenant, "t", len(events)) is None
+            assert hand_reads.locate(conn, tenant, "t", 2).start == 0
+            other = Projector(shared.pool, shared, engine, judge=mine + 1)
+            other.catch_up()  # folds every event (another judge's) and keeps the states it finds
+            assert other.folded == len(events) and _copied_snapshots(url, tenant) == 3
+            found = snapshots.latest(conn, tenant, "t", len(events))
+            assert found is not None and found[0] == starts[-1]
+            assert found[1] == engine.encode_state(engine.fold(events[: starts[-1]]))
+        finally:
+            stored_facts.JUDGE = mine

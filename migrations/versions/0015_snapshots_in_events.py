@@ -1,0 +1,57 @@
+"""Cheaper read models (issue 16; docs/projections.md §6, "Fewer rows per hand").
+
+* ``events_hand_starts``: a partial index on ``events (tenant, table_id, version) WHERE type =
+  'hand_started'``. The append stores each ``hand_started``'s facts, its engine state among them
+  (``SnapshotTaken``), in the event's own row (0012); a reader now finds the latest hand start of a
+  table at or before any version through this index and takes the state from there, so the
+  projector no longer copies the same state into ``proj_table_snapshots`` (that table keeps the
+  snapshots of events another judge stored, which the projector folds). One index entry per hand
+  (≈ 1 event in 50) is all it adds to an append.
+* ``proj_player_stats_net`` (``(tenant, net_coins DESC)``) is dropped: no query reads it (the
+  leaderboard sums the rows of a player before it ranks, a player's stats read the primary key),
+  and ``net_coins`` changes with every hand, so every upsert of a stats row also wrote a new entry
+  into it, where without it the update can stay on its page (a HOT update: no index entry at all).
+* ``fillfactor = 70`` on the tables the projector updates in place — player stats and patterns,
+  ledger accounts, discovery tables and hands — leaves room on each page for those HOT updates.
+  Only pages written from now on are affected; no rewrite.
+
+Down restores the index and the default fill factor and drops the partial index (the snapshots a
+reader finds then come from ``proj_table_snapshots`` only: ``kwx projections rebuild snapshots
+--refold`` fills it again).
+
+Revision ID: 0015
+Revises: 0014
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = "0015"
+down_revision = "0014"
+branch_labels = None
+depends_on = None
+
+UPDATED_IN_PLACE = (
+    "proj_player_stats", "proj_player_patterns", "proj_ledger_accounts", "proj_discovery_tables",
+    "proj_discovery_hands",
+)  # fmt: skip
+
+
+def upgrade() -> None:
+    op.execute(
+        "CREATE INDEX IF NOT EXISTS events_hand_starts ON events (tenant, table_id, version) "
+        "WHERE type = 'hand_started'"
+    )
+    op.execute("DROP INDEX IF EXISTS proj_player_stats_net")
+    for table in UPDATED_IN_PLACE:
+        op.execute(f"ALTER TABLE {table} SET (fillfactor = 70)")
+
+
+def downgrade() -> None:
+    for table in UPDATED_IN_PLACE:
+        op.execute(f"ALTER TABLE {table} RESET (fillfactor)")
+    op.execute(
+        "CREATE INDEX IF NOT EXISTS proj_player_stats_net ON proj_player_stats (tenant, net_coins DESC)"
+    )
+    op.execute("DROP INDEX IF EXISTS events_hand_starts")
