@@ -33,7 +33,7 @@ from typing import Any
 
 import msgspec
 
-from projections.discrepancies import compare
+from projections.discrepancies import rows as discrepancy_rows
 from projections.model import Fact, HandSettled, LouHuIncurred, SettlementCompared, SnapshotTaken
 from projections.sql import Connection, last_number
 
@@ -124,9 +124,7 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
         bit = FLAGS["lou_hu"]
         return [_table(fact, flags=bit), _hand(fact, fact.hand, bit)]
     if isinstance(fact, SettlementCompared):
-        computed = [(t.from_, t.to, t.amount) for t in fact.computed.transfers] if fact.computed else []
-        lines = compare(computed, [(t.from_, t.to, t.amount) for t in fact.reported])
-        if not lines and fact.computed is not None:
+        if not discrepancy_rows(fact):  # the report matches its hand's settlement
             return []
         bit = FLAGS["discrepancy"]
         return [_table(fact, flags=bit), _hand(fact, fact.hand, bit)]

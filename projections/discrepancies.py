@@ -82,9 +82,24 @@ def compare(
     return out
 
 
+_last: tuple[object, list[dict[str, Any]]] = (None, [])  # the last fact's rows (discovery, feed ask again)
+
+
 def rows(fact: Fact) -> list[dict[str, Any]]:
+    """A report that differs from its hand's settlement (or meets none): its row; else none. The
+    discovery and feed models ask again for the same fact: the last fact's rows are kept (held by
+    reference, so compared by identity) and given again, never changed by a reader."""
+    global _last
+    if _last[0] is fact:
+        return _last[1]
     if not isinstance(fact, SettlementCompared):
         return []
+    out = _rows(fact)
+    _last = (fact, out)
+    return out
+
+
+def _rows(fact: SettlementCompared) -> list[dict[str, Any]]:
     computed_lines = (
         [(t.from_, t.to, t.amount) for t in fact.computed.transfers] if fact.computed is not None else []
     )

@@ -18,9 +18,24 @@ def settlement_json(settlement: Any) -> dict[str, Any]:
     return out
 
 
+_last: tuple[object, list[dict[str, Any]]] = (None, [])  # the last fact's rows (the feed asks again)
+
+
 def rows(fact: Fact) -> list[dict[str, Any]]:
+    """The fact's row (a new settlement), or none. The projector hands each fact to every model in
+    turn and the feed's settlement entry repeats this row: the last fact's rows are kept (held by
+    reference, so compared by identity) and given again, never changed by a reader."""
+    global _last
+    if _last[0] is fact:
+        return _last[1]
     if not isinstance(fact, HandSettled):
         return []
+    out = _row(fact)
+    _last = (fact, out)
+    return out
+
+
+def _row(fact: HandSettled) -> list[dict[str, Any]]:
     s = fact.settlement
     return [
         {
