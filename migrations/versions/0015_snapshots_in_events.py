@@ -15,9 +15,10 @@
   ledger accounts, discovery tables and hands — leaves room on each page for those HOT updates.
   Only pages written from now on are affected; no rewrite.
 
-Down restores the index and the default fill factor and drops the partial index (the snapshots a
-reader finds then come from ``proj_table_snapshots`` only: ``kwx projections rebuild snapshots
---refold`` fills it again).
+On a Citus cluster the DDL runs one connection per node (``citus.multi_shard_modify_mode``
+sequential, for this transaction), as 0014's does. Down restores the index and the default fill
+factor and drops the partial index (the snapshots a reader finds then come from
+``proj_table_snapshots`` only: ``kwx projections rebuild snapshots --refold`` fills it again).
 
 Revision ID: 0015
 Revises: 0014
@@ -38,7 +39,17 @@ UPDATED_IN_PLACE = (
 )  # fmt: skip
 
 
+def _sequential_on_citus() -> None:
+    """On a Citus cluster, DDL on the distributed tables one connection per node: a migration runs in
+    one transaction with others, and a later one that creates a function (0013's ``kwx_log_epoch``
+    on the way down) is refused after a parallel operation on a distributed table (as in 0014)."""
+    found = op.get_bind().exec_driver_sql("SELECT 1 FROM pg_extension WHERE extname = 'citus'").first()
+    if found is not None:
+        op.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+
+
 def upgrade() -> None:
+    _sequential_on_citus()
     op.execute(
         "CREATE INDEX IF NOT EXISTS events_hand_starts ON events (tenant, table_id, version) "
         "WHERE type = 'hand_started'"
@@ -49,6 +60,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    _sequential_on_citus()
     for table in UPDATED_IN_PLACE:
         op.execute(f"ALTER TABLE {table} RESET (fillfactor)")
     op.execute(
