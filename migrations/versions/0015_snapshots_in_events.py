@@ -11,12 +11,16 @@
   leaderboard sums the rows of a player before it ranks, a player's stats read the primary key),
   and ``net_coins`` changes with every hand, so every upsert of a stats row also wrote a new entry
   into it, where without it the update can stay on its page (a HOT update: no index entry at all).
+* ``proj_ledger_entries_table`` (``(tenant, table_id, ordinal)``) and ``proj_hand_settlements_hand``
+  (``(tenant, table_id, hand)``) are dropped too: no query of kwx reads through them (a ledger is
+  read by account, a hand's settlement is folded from its events), and they were an index entry
+  for each of a hand's ≈ 5 ledger entries and for its settlement row.
 * ``fillfactor = 70`` on the tables the projector updates in place — player stats and patterns,
   ledger accounts, discovery tables and hands — leaves room on each page for those HOT updates.
   Only pages written from now on are affected; no rewrite.
 
 On a Citus cluster the DDL runs one connection per node (``citus.multi_shard_modify_mode``
-sequential, for this transaction), as 0014's does. Down restores the index and the default fill
+sequential, for this transaction), as 0014's does. Down restores the indexes and the default fill
 factor and drops the partial index (the snapshots a reader finds then come from
 ``proj_table_snapshots`` only: ``kwx projections rebuild snapshots --refold`` fills it again).
 
@@ -33,6 +37,11 @@ down_revision = "0014"
 branch_labels = None
 depends_on = None
 
+UNREAD = {
+    "proj_player_stats_net": "proj_player_stats (tenant, net_coins DESC)",
+    "proj_ledger_entries_table": "proj_ledger_entries (tenant, table_id, ordinal)",
+    "proj_hand_settlements_hand": "proj_hand_settlements (tenant, table_id, hand)",
+}  # indexes no query reads: dropped, and made again on the way down
 UPDATED_IN_PLACE = (
     "proj_player_stats", "proj_player_patterns", "proj_ledger_accounts", "proj_discovery_tables",
     "proj_discovery_hands",
@@ -54,7 +63,8 @@ def upgrade() -> None:
         "CREATE INDEX IF NOT EXISTS events_hand_starts ON events (tenant, table_id, version) "
         "WHERE type = 'hand_started'"
     )
-    op.execute("DROP INDEX IF EXISTS proj_player_stats_net")
+    for index in UNREAD:
+        op.execute(f"DROP INDEX IF EXISTS {index}")
     for table in UPDATED_IN_PLACE:
         op.execute(f"ALTER TABLE {table} SET (fillfactor = 70)")
 
@@ -63,7 +73,6 @@ def downgrade() -> None:
     _sequential_on_citus()
     for table in UPDATED_IN_PLACE:
         op.execute(f"ALTER TABLE {table} RESET (fillfactor)")
-    op.execute(
-        "CREATE INDEX IF NOT EXISTS proj_player_stats_net ON proj_player_stats (tenant, net_coins DESC)"
-    )
+    for index, definition in UNREAD.items():
+        op.execute(f"CREATE INDEX IF NOT EXISTS {index} ON {definition}")
     op.execute("DROP INDEX IF EXISTS events_hand_starts")

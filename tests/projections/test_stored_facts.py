@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 import psycopg
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -172,6 +173,7 @@ def _shared_store(pool: Any, adapter: Any) -> Any:
     return _STORES.setdefault(id(pool), EventStore(pool, adapter, snapshot_every=50))
 
 
+@pytest.mark.db
 def test_read_models_from_stored_facts_equal_a_rebuild_that_folds(private_db: tuple[Any, str]) -> None:
     shared, url = private_db
     tenant = "sf-" + uuid.uuid4().hex[:6]
@@ -232,6 +234,7 @@ def _totals(rows: list[tuple[Any, ...]]) -> int:
     return sum(abs(int(t["amount"])) for _, _, s in rows for t in s["transfers"])
 
 
+@pytest.mark.db
 def test_a_rebuild_with_a_changed_engine_folds_and_gives_the_new_answers(private_db: tuple[Any, str]) -> None:
     shared, url = private_db
     tenant = "ce-" + uuid.uuid4().hex[:6]
@@ -256,6 +259,7 @@ def test_a_rebuild_with_a_changed_engine_folds_and_gives_the_new_answers(private
     assert _amounts(url, tenant) == today
 
 
+@pytest.mark.db
 def test_events_stored_before_facts_are_folded(private_db: tuple[Any, str]) -> None:
     """Events of a store migrated to 0012 have no judge (NULL): the projector folds them, and a
     table whose head snapshot has no fact context is refolded once by the next append."""
@@ -282,6 +286,7 @@ def test_events_stored_before_facts_are_folded(private_db: tuple[Any, str]) -> N
     assert [n for n in registry.NAMES if n]  # (every model took part)
 
 
+@pytest.mark.db
 def test_facts_that_cannot_be_stored_never_fail_an_append_and_are_folded(
     private_db: tuple[Any, str], monkeypatch: Any
 ) -> None:
@@ -331,6 +336,7 @@ def test_facts_that_cannot_be_stored_never_fail_an_append_and_are_folded(
     assert _dump_all(url) == mine
 
 
+@pytest.mark.db
 def test_a_hand_starts_state_is_read_from_its_event_before_any_projector_ran(
     private_db: tuple[Any, str],
 ) -> None:
