@@ -338,7 +338,15 @@ def test_shard_moves_and_a_rebalance_keep_the_log_and_every_chain(pg_cluster: An
     try:
         store = EventStore(pool, container.engine)
         wire = legal_table(47)
-        tables = [f"move-{uuid.uuid4().hex[:6]}-{i}" for i in range(8)]
+        with psycopg.connect(url, autocommit=True) as conn:  # 4 tables on each worker, whatever ids hash to
+            by_worker: dict[int, list[str]] = {}
+            for i in range(400):
+                table = f"move-{uuid.uuid4().hex[:6]}-{i}"
+                by_worker.setdefault(worker_of(conn, table), []).append(table)
+                if len(by_worker) == 2 and all(len(ts) >= 4 for ts in by_worker.values()):
+                    break
+        assert len(by_worker) == 2, by_worker  # (8 random ids once all hashed to one worker: 1 run in 128)
+        tables = [t for ts in by_worker.values() for t in ts[:4]]
 
         def append_all(start: int) -> None:
             for table in tables:
