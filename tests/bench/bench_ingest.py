@@ -25,7 +25,7 @@ Prints events/s (best of ``KWX_BENCH_REPEAT``, 3) and the ratio kwx / COPY as th
 rounds of each kwx round against the COPY round run just before it, once kwx's processes were quiet;
 then issue 16's CPU ratio from paired rounds (two ``kwx serve`` at once on two databases, projector
 off and the default, ``KWX_BENCH_PAIRS`` (6) pairs of rounds alternating between them: the settings'
-own lines run minutes apart and this VM drifts ±30 % in that time), with the default's CPU split by
+own lines run minutes apart and this VM drifts ±30 % in that time), with both sides' CPU split by
 process; then the spread of every COPY round of the run; last, issue 3's goal (≥ 0.5 × COPY) for the
 ingest path and for the default, against each COPY baseline, with "met" or "below", and issue 16's.
 
@@ -440,8 +440,9 @@ def _paired_on_off(
     other — and rounds that alternate between them (off, on, off, on, …), each round's CPU counted
     until both are quiet. A drift of the machine between two phases (this VM's CPU per batch moved
     ±30 % from one minute to the next) then moves both sides of a pair alike. Prints each side's
-    CPU per batch, the default's split by process (the HTTP workers, the projector child,
-    PostgreSQL), and returns the (off, on) CPU ms per batch of every pair."""
+    CPU per batch, both sides' split by process (the HTTP workers, the projector child,
+    PostgreSQL: where the read models' cost lands), and returns the (off, on) CPU ms per batch of
+    every pair."""
     from services.db import ensure_database
 
     servers: dict[str, tuple[subprocess.Popen[bytes], str, str]] = {}
@@ -455,7 +456,7 @@ def _paired_on_off(
             bench_http(base, key, tables[:4], 2, f"pairwarm{mode}")
         batches = sum(-(-len(t) // BATCH) for t in tables) / 1000
         pairs: list[tuple[float, float]] = []
-        split = {"workers": 0.0, "projector": 0.0, "postgres": 0.0}
+        split = {mode: {"workers": 0.0, "projector": 0.0, "postgres": 0.0} for mode in ("off", "on")}
         pids = (servers["off"][0].pid, servers["on"][0].pid, postgres)
         for r in range(PAIRS):
             got: dict[str, float] = {}
@@ -469,20 +470,21 @@ def _paired_on_off(
                 bench_http(base, key, tables, clients, f"pair{mode}{r}")
                 wait_quiet(pids)
                 got[mode] = (tree_cpu(proc.pid) + tree_cpu(postgres) - before) / batches
-                if mode == "on":
-                    split["postgres"] += (tree_cpu(postgres) - pg0) / batches
-                    for pid in children:
-                        which = "projector" if "projections follow" in _cmdline(pid) else "workers"
-                        split[which] += (_process_cpu(pid) - own[pid]) / batches
+                split[mode]["postgres"] += (tree_cpu(postgres) - pg0) / batches
+                for pid in children:
+                    which = "projector" if "projections follow" in _cmdline(pid) else "workers"
+                    split[mode][which] += (_process_cpu(pid) - own[pid]) / batches
             pairs.append((got["off"], got["on"]))
         ratios = ", ".join(f"{on / off:.2f}" for off, on in sorted(pairs, key=lambda p: p[1] / p[0]))
         off_ms, on_ms = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
         print(f"paired rounds, {clients} clients, {workers} worker(s), projector off and on alternating "
               f"({PAIRS} pairs, a database each): CPU ms per batch (kwx serve with its children + "
               f"PostgreSQL) off {off_ms:.2f}, on {on_ms:.2f}; on / off per pair {ratios}")  # fmt: skip
-        workers_ms, child_ms, pg_ms = (split[k] / PAIRS for k in ("workers", "projector", "postgres"))
-        print(f"    the default's CPU ms per batch by process: HTTP workers {workers_ms:.2f}, "
-              f"projector child {child_ms:.2f}, PostgreSQL {pg_ms:.2f}")  # fmt: skip
+        off_split, on_split = ({k: v / PAIRS for k, v in split[m].items()} for m in ("off", "on"))
+        print(f"    the default's CPU ms per batch by process: HTTP workers {on_split['workers']:.2f}, "
+              f"projector child {on_split['projector']:.2f}, PostgreSQL {on_split['postgres']:.2f}; "
+              f"projector off: HTTP workers {off_split['workers']:.2f}, "
+              f"PostgreSQL {off_split['postgres']:.2f}")  # fmt: skip
         return pairs
     finally:
         for proc, _, _ in servers.values():
