@@ -68,19 +68,21 @@ _LATEST = (
 
 LOCATE = (
     "SELECT version, hand, state, facts FROM ("
-    "(SELECT s.version, s.hand::int8 AS hand, CASE WHEN s.hand = %(following)s THEN NULL ELSE s.state END "
+    "(SELECT s.version, s.hand::numeric AS hand, CASE WHEN s.hand = %(following)s THEN NULL ELSE s.state END "
     f"AS state, NULL::bytea AS facts FROM {snapshots.name} s "
     "WHERE s.tenant = %(tenant)s AND s.table_id = %(table_id)s AND s.hand <= %(following)s "
     "ORDER BY s.version DESC LIMIT 2) UNION ALL "
-    "(SELECT e.version, (e.body->>'hand')::int8, NULL::bytea, "
-    "CASE WHEN (e.body->>'hand')::int8 = %(following)s THEN NULL ELSE e.facts END FROM events e "
-    f"WHERE {_JUDGED_START} AND (e.body->>'hand')::int8 <= %(following)s ORDER BY e.version DESC LIMIT 2)"
+    "(SELECT e.version, (e.body->>'hand')::numeric, NULL::bytea, "
+    "CASE WHEN (e.body->>'hand')::numeric = %(following)s THEN NULL ELSE e.facts END FROM events e "
+    f"WHERE {_JUDGED_START} AND (e.body->>'hand')::numeric <= %(following)s ORDER BY e.version DESC LIMIT 2)"
     ") AS found ORDER BY version DESC, facts IS NULL LIMIT 4"
 )
 """At most two snapshots of each source read backwards on their keys, newest first: hand n+1's
 (its version − 1 is hand n's last event; no state sent) and the latest of a hand ≤ n (its state,
 or its event's stored facts). A version found in both sources comes twice (its event's first): the
-caller skips the repeat. Parameters: tenant, table_id, following (n + 1), judge."""
+caller skips the repeat. Parameters: tenant, table_id, following (n + 1), judge. The hand number of
+an event is its body's, as ``numeric``: the engine bounds it below only, and a cast to a narrower
+type would fail the read for a hand number beyond it."""
 
 
 def params(tenant: str, table_id: str, **more: Any) -> dict[str, Any]:
