@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from projections.memo import last_fact
 from projections.model import Fact, SettlementCompared
 from projections.schema import discrepancies
 from projections.sql import Connection, MultiRowInsert, last_number
@@ -82,21 +83,12 @@ def compare(
     return out
 
 
-_last: tuple[object, list[dict[str, Any]]] = (None, [])  # the last fact's rows (discovery, feed ask again)
-
-
+@last_fact  # the discovery and feed models ask again for the same fact
 def rows(fact: Fact) -> list[dict[str, Any]]:
-    """A report that differs from its hand's settlement (or meets none): its row; else none. The
-    discovery and feed models ask again for the same fact: the last fact's rows are kept (held by
-    reference, so compared by identity) and given again, never changed by a reader."""
-    global _last
-    if _last[0] is fact:
-        return _last[1]
+    """A report that differs from its hand's settlement (or meets none): its row; else none."""
     if not isinstance(fact, SettlementCompared):
         return []
-    out = _rows(fact)
-    _last = (fact, out)
-    return out
+    return _rows(fact)
 
 
 def _rows(fact: SettlementCompared) -> list[dict[str, Any]]:

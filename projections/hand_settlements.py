@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 
+from projections.memo import last_fact
 from projections.model import Fact, HandSettled
 from projections.schema import hand_settlements
 from projections.sql import Connection, MultiRowInsert
@@ -18,21 +19,12 @@ def settlement_json(settlement: Any) -> dict[str, Any]:
     return out
 
 
-_last: tuple[object, list[dict[str, Any]]] = (None, [])  # the last fact's rows (the feed asks again)
-
-
+@last_fact  # the feed's settlement entry asks again for the same fact
 def rows(fact: Fact) -> list[dict[str, Any]]:
-    """The fact's row (a new settlement), or none. The projector hands each fact to every model in
-    turn and the feed's settlement entry repeats this row: the last fact's rows are kept (held by
-    reference, so compared by identity) and given again, never changed by a reader."""
-    global _last
-    if _last[0] is fact:
-        return _last[1]
+    """The fact's row (a new settlement), or none."""
     if not isinstance(fact, HandSettled):
         return []
-    out = _row(fact)
-    _last = (fact, out)
-    return out
+    return _row(fact)
 
 
 def _row(fact: HandSettled) -> list[dict[str, Any]]:
