@@ -49,7 +49,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from tests.service.serving import descendants, free_port, tree_cpu, wait_healthy
+from tests.service.serving import descendants, free_port, process_cpu, tree_cpu, wait_healthy
 
 BATCH = 100
 GOAL = 0.5  # issue 3: HTTP ingest at least half of PostgreSQL's own COPY rate
@@ -290,7 +290,6 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 def run() -> None:
     warnings.filterwarnings("ignore", module="platformdirs")
-    from services.bootstrap import bootstrap
     from services.db import ensure_database, start_embedded
     from services.settings import Settings
 
@@ -302,9 +301,7 @@ def run() -> None:
     try:
         ensure_database(server.get_uri("postgres"), "bench")
         url = server.get_uri("bench")
-        container = bootstrap(Settings(database_url=url, log_level="warning"))
-        key = container.keys.create("bench", "platform")
-        container.close()
+        key = _platform_key(url)
 
         copies = (("plain", "bench_plain", PLAIN), ("events-shaped", "bench_shaped", SHAPED))
         copy_runs: dict[str, list[float]] = {label: [] for label, _, _ in copies}
@@ -379,8 +376,7 @@ def run() -> None:
                         cpu_per_batch[projector] = (cpu[0] + cpu[1]) / batches
             finally:
                 stop(proc)
-        paired_cpu = _paired_on_off(server, key_for=_key_on, tables=tables, clients=many, workers=default,
-                                    postgres=postgres)  # fmt: skip
+        paired_cpu = _paired_on_off(server, tables=tables, clients=many, workers=default, postgres=postgres)
         for label, runs in copy_runs.items():
             print(f"COPY into a {label} table over all {len(runs)} rounds: best {max(runs):,.0f}, "
                   f"median {statistics.median(runs):,.0f}, lowest {min(runs):,.0f} events/s")  # fmt: skip
@@ -397,7 +393,8 @@ def run() -> None:
         shutil.rmtree(base_dir, ignore_errors=True)
 
 
-def _key_on(url: str) -> str:
+def _platform_key(url: str) -> str:
+    """A platform key of tenant ``bench`` on the database ``url`` (migrated on the way)."""
     from services.bootstrap import bootstrap
     from services.settings import Settings
 
@@ -406,16 +403,6 @@ def _key_on(url: str) -> str:
         return container.keys.create("bench", "platform")
     finally:
         container.close()
-
-
-def _process_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of ``pid`` alone (0 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _cmdline(pid: int) -> str:
@@ -429,7 +416,6 @@ def _cmdline(pid: int) -> str:
 def _paired_on_off(
     server: Any,
     *,
-    key_for: Any,
     tables: list[list[dict[str, Any]]],
     clients: int,
     workers: int,
@@ -450,7 +436,7 @@ def _paired_on_off(
         for mode in ("off", "on"):
             ensure_database(server.get_uri("postgres"), f"bench_{mode}")
             url = server.get_uri(f"bench_{mode}")
-            key = key_for(url)
+            key = _platform_key(url)
             proc, base = start_server(url, mode, workers)
             servers[mode] = (proc, base, key)
             bench_http(base, key, tables[:4], 2, f"pairwarm{mode}")
@@ -464,7 +450,7 @@ def _paired_on_off(
                 proc, base, key = servers[mode]
                 wait_quiet(pids)
                 children = sorted(descendants(proc.pid))
-                own = {pid: _process_cpu(pid) for pid in children}
+                own = {pid: process_cpu(pid) for pid in children}
                 before = tree_cpu(proc.pid) + tree_cpu(postgres)
                 pg0 = tree_cpu(postgres)
                 bench_http(base, key, tables, clients, f"pair{mode}{r}")
@@ -473,7 +459,7 @@ def _paired_on_off(
                 split[mode]["postgres"] += (tree_cpu(postgres) - pg0) / batches
                 for pid in children:
                     which = "projector" if "projections follow" in _cmdline(pid) else "workers"
-                    split[mode][which] += (_process_cpu(pid) - own[pid]) / batches
+                    split[mode][which] += (process_cpu(pid) - own[pid]) / batches
             pairs.append((got["off"], got["on"]))
         ratios = ", ".join(f"{on / off:.2f}" for off, on in sorted(pairs, key=lambda p: p[1] / p[0]))
         off_ms, on_ms = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)

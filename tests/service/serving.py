@@ -81,17 +81,19 @@ def descendants(pid: int) -> set[int]:
     return {p for p in found if alive(p)}
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by ``pid`` alone (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def tree_cpu(pid: int) -> float:
     """CPU seconds (user + system) used so far by ``pid`` and every live descendant."""
-    total = 0.0
-    for p in (pid, *descendants(pid)):
-        try:
-            with open(f"/proc/{p}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    return sum(process_cpu(p) for p in (pid, *descendants(pid)))
 
 
 def projector_behind(url: str) -> int:
