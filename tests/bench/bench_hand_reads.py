@@ -149,13 +149,13 @@ def run() -> None:
 
     from domain import engine
     from domain.simulate import simulate_table
-    from projections import stored_facts
     from projections.projector import Projector
     from services import heap
     from services.api.app import create_app
     from services.bootstrap import bootstrap
     from services.db import ensure_database, start_embedded
     from services.settings import Settings
+    from tests.projections.helpers import reading_as_judge
 
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     base_dir = Path(tempfile.mkdtemp(prefix="kwx-bench-hand-reads-"))
@@ -192,23 +192,24 @@ def run() -> None:
             few = max(N // 4, 5)
             print("without snapshots (the fold from event 1 to the hand's end, a late hand of each table):")
             # the 'whole-' copies have no snapshot rows, and their hand starts' stored states are
-            # hidden: readers take one only from an event of their own judge, and none has −1
-            judge, stored_facts.JUDGE = stored_facts.JUDGE, -1
-            before_long = _ms(
-                _get(client, f"/v1/tables/whole-long/hands/{LONG - 1}/settlement", support), few
-            )
-            before_short = _ms(
-                _get(client, f"/v1/tables/whole-short/hands/{SHORT - 1}/settlement", support), few
-            )
+            # hidden (readers of judge −1: no event has it)
+            with reading_as_judge():
+                before_long = _ms(
+                    _get(client, f"/v1/tables/whole-long/hands/{LONG - 1}/settlement", support), few
+                )
+                before_short = _ms(
+                    _get(client, f"/v1/tables/whole-short/hands/{SHORT - 1}/settlement", support), few
+                )
+                audit_whole = _ms(_get(client, "/v1/tables/long/audit", support), few)
+                report_cold = _ms(
+                    _get(client, f"/v1/tables/whole-long/hands/{LONG - 1}/report", support), few
+                )
             _line(f"settlement hand {SHORT - 1}, {SHORT}-hand table", before_short, f99)
             _line(f"settlement hand {LONG - 1}, {LONG}-hand table", before_long, f99)
             print(f"  ratio {LONG}-hand / {SHORT}-hand (p50): "
                   f"{statistics.median(before_long) / statistics.median(before_short):.1f}")  # fmt: skip
-            _line(f"table audit, {LONG}-hand table (whole table)",
-                  _ms(_get(client, "/v1/tables/long/audit", support), few), f99)  # fmt: skip
-            report_cold = _ms(_get(client, f"/v1/tables/whole-long/hands/{LONG - 1}/report", support), few)
+            _line(f"table audit, {LONG}-hand table (whole table)", audit_whole, f99)
             _line(f"report hand {LONG - 1}, {LONG}-hand table, fold from event 1", report_cold, f99)
-            stored_facts.JUDGE = judge
             print(f"from the hand's snapshot ({LONG}-hand table):")
             measured: dict[tuple[str, int], list[float]] = {}
             for label, hand in (("early", 2), ("middle", LONG // 2), ("late", LONG - 1)):

@@ -107,7 +107,7 @@ def run() -> None:
     from services.bootstrap import bootstrap
     from services.db import ensure_database
     from services.settings import Settings
-    from tests.projections.helpers import append, simulated
+    from tests.projections.helpers import append, reading_as_judge, simulated
 
     base_dir = Path(tempfile.mkdtemp(prefix="kwx-bench-timeline-"))
     admin = os.environ.get("KWX_BENCH_ADMIN_URL")  # a PostgreSQL server to use instead of an embedded one
@@ -135,14 +135,9 @@ def run() -> None:
                  ("200-hand table, hand 196", "long", 196)]  # fmt: skip
 
         cold = {}
-        from projections import stored_facts
-
-        judge, stored_facts.JUDGE = stored_facts.JUDGE, -1  # the hand starts' stored states unseen
-        try:  # (readers take a stored state only from events of their own judge: no event has −1)
+        with reading_as_judge():  # the hand starts' stored states unseen
             for name, table, hand in cases:
                 cold[name] = _times(client, support, f"/v1/tables/{table}/hands/{hand}/timeline?lang=zh", 5)
-        finally:
-            stored_facts.JUDGE = judge
         Projector(container.pool, container.store, engine).catch_up()
         gc.callbacks.append(_collector)
         _FULL.clear()

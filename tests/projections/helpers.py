@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 PRESETS = ("default", "platform_3d", "xiangyang", "shiyan", "xiaogan", "yunmeng", "uncapped")
@@ -102,6 +104,22 @@ def violating(seed: int, hands: int = 2, preset: str | None = None) -> tuple[lis
         events.append(event)
     wire = [msgspec.to_builtins(event) for event in events]
     return [{k: v for k, v in e.items() if not (k == "at" and v is None)} for e in wire], codes
+
+
+@contextmanager
+def reading_as_judge(judge: int = -1) -> Iterator[None]:
+    """Readers take a hand start's stored state only from events of their own judge
+    (``projections.stored_facts.JUDGE``, read at call time): inside, they are of ``judge`` — by
+    default −1, which no event has, so every stored state is hidden (the fold starts from a
+    ``proj_table_snapshots`` row or from event 1)."""
+    from projections import stored_facts
+
+    mine = stored_facts.JUDGE
+    stored_facts.JUDGE = judge
+    try:
+        yield
+    finally:
+        stored_facts.JUDGE = mine
 
 
 def reader_snapshots(conn: Any, table_ids: list[str] | None = None) -> list[tuple[Any, ...]]:

@@ -19,9 +19,8 @@ import pytest
 
 from domain import engine
 from domain.events import decode
-from projections import stored_facts
 from projections.projector import Projector
-from tests.projections.helpers import append, simulated
+from tests.projections.helpers import append, reading_as_judge, simulated
 from tests.service.streams import expectation, load, stream_files
 
 pytestmark = pytest.mark.db
@@ -56,11 +55,9 @@ def _without_snapshots(projector: Projector, container: Any, table_id: str) -> I
     """The table's snapshots set aside and put back afterwards: its rows in ``proj_table_snapshots``
     (the app's background projector may write them at any time: first every one of them is
     written, so none comes later) and the states in its ``hand_started`` events' stored facts,
-    which readers take only from events of their own judge (``stored_facts.JUDGE``, read at call
-    time): no event has judge −1."""
+    which readers take only from events of their own judge (:func:`reading_as_judge`: no
+    event has judge −1)."""
     projector.catch_up()
-    judge = stored_facts.JUDGE
-    stored_facts.JUDGE = -1
     with container.pool.connection() as conn:
         rows = conn.execute(
             "SELECT tenant, table_id, version, hand, state FROM proj_table_snapshots WHERE table_id = %s",
@@ -68,9 +65,9 @@ def _without_snapshots(projector: Projector, container: Any, table_id: str) -> I
         ).fetchall()
         conn.execute("DELETE FROM proj_table_snapshots WHERE table_id = %s", (table_id,))
     try:
-        yield
+        with reading_as_judge():
+            yield
     finally:
-        stored_facts.JUDGE = judge
         with container.pool.connection() as conn:
             conn.cursor().executemany(
                 "INSERT INTO proj_table_snapshots (tenant, table_id, version, hand, state) "

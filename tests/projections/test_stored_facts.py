@@ -29,7 +29,7 @@ from projections.projector import Projector
 from services.engine_adapter import DomainEngine
 from services.store import batch as batches
 from services.store import chain
-from tests.projections.helpers import reader_snapshots, simulated, violating
+from tests.projections.helpers import reader_snapshots, reading_as_judge, simulated, violating
 
 
 def _chunks(rng: random.Random, n: int) -> list[tuple[int, int]]:
@@ -364,8 +364,7 @@ def test_a_hand_starts_state_is_read_from_its_event_before_any_projector_ran(
             assert span.end == (starts[hand] - 1 if hand < 3 else None)
         assert snapshots.latest(conn, tenant, "t", starts[0] - 1) is None  # before the first hand
         mine = stored_facts.JUDGE
-        try:
-            stored_facts.JUDGE = mine + 1  # a reader of another build: these facts are not its own
+        with reading_as_judge(mine + 1):  # a reader of another build: these facts are not its own
             assert snapshots.latest(conn, tenant, "t", len(events)) is None
             assert hand_reads.locate(conn, tenant, "t", 2).start == 0
             other = Projector(shared.pool, shared, engine, judge=mine + 1)
@@ -374,5 +373,3 @@ def test_a_hand_starts_state_is_read_from_its_event_before_any_projector_ran(
             found = snapshots.latest(conn, tenant, "t", len(events))
             assert found is not None and found[0] == starts[-1]
             assert found[1] == engine.encode_state(engine.fold(events[: starts[-1]]))
-        finally:
-            stored_facts.JUDGE = mine
