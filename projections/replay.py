@@ -3,10 +3,10 @@ event (:func:`projections.snapshots.latest`: a ``hand_started``'s stored facts, 
 ``proj_table_snapshots``), then only the events of that hand. Used by the state endpoint;
 the property test checks that it equals folding from event 1.
 
-The snapshot is read first (:func:`latest_snapshot`, on a connection the caller then gives back),
-the events after it by ``source`` (the store, one pooled connection per page): nothing here holds
-one pooled connection while waiting for another, so reads cannot deadlock a small pool (issue 11
-§3; tests/service/test_read_pool.py runs every read route with a pool of one)."""
+The snapshot is read first (:func:`projections.snapshots.latest`, on a connection the caller then
+gives back), the events after it by ``source`` (the store, one pooled connection per page): nothing
+here holds one pooled connection while waiting for another, so reads cannot deadlock a small pool
+(issue 11 §3; tests/service/test_read_pool.py runs every read route with a pool of one)."""
 
 from __future__ import annotations
 
@@ -14,22 +14,16 @@ from typing import TYPE_CHECKING
 
 from domain.engine import Replayer, TableState
 from domain.events import decode
-from projections import snapshots
-from projections.sql import Connection
 
 if TYPE_CHECKING:
     from projections.projector import EventSource
-
-
-def latest_snapshot(conn: Connection, tenant: str, table_id: str, at: int) -> tuple[int, bytes] | None:
-    return snapshots.latest(conn, tenant, table_id, at)
 
 
 def state_at(
     snap: tuple[int, bytes] | None, source: EventSource, engine: Replayer, tenant: str, table_id: str, at: int
 ) -> tuple[TableState, int]:
     """(state after event ``at`` of the tenant's table, the version the fold started from: 0 or a
-    snapshot's), from ``snap`` (:func:`latest_snapshot` for ``at``, already read) and the events
+    snapshot's), from ``snap`` (:func:`projections.snapshots.latest` for ``at``, already read) and the events
     ``source`` reads, each applied as it was accepted (``engine.replay``)."""
     state = engine.initial()
     start = 0

@@ -130,7 +130,7 @@ def table_state(
     version = head.version if at is None else at
     if version > head.version:
         raise Malformed(f"at={version} is past the table's last event ({head.version})", field="query.at")
-    from projections import replay, views
+    from projections import replay, snapshots, views
 
     engine = container.engine
     tenant = principal.tenant
@@ -138,7 +138,7 @@ def table_state(
     def fold(src: Source) -> Any:
         # The snapshot on one pooled connection, given back before the events are read (each page
         # on its own): never two connections held at once (issue 11 §3)
-        snap = reading(src.pool, lambda conn: replay.latest_snapshot(conn, tenant, table_id, version))
+        snap = reading(src.pool, lambda conn: snapshots.latest(conn, tenant, table_id, version))
         return replay.state_at(snap, src.store, engine, tenant, table_id, version)
 
     # on the replica once it holds the table up to `version` (services/replica.py)

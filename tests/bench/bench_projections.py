@@ -56,7 +56,7 @@ def run() -> None:
 
     from domain import engine
     from domain.events import convert, decode
-    from projections import replay
+    from projections import replay, snapshots
     from projections.projector import Projector, ProjectorRunner
     from services.bootstrap import bootstrap
     from services.db import ensure_database
@@ -131,7 +131,7 @@ def run() -> None:
         with container.pool.connection() as conn:
             started = time.perf_counter()
             for _ in range(reps):
-                snapshot = replay.latest_snapshot(conn, "bench", "long", at)
+                snapshot = snapshots.latest(conn, "bench", "long", at)
                 replay.state_at(snapshot, container.store, engine, "bench", "long", at)
             snap = (time.perf_counter() - started) / reps
         started = time.perf_counter()
