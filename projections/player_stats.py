@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, date, datetime
-from typing import Any
 
 import msgspec
 
@@ -188,33 +187,43 @@ def merge(deltas: list[StatDelta]) -> dict[Key, StatDelta]:
     return out
 
 
-def _order(key: Key) -> tuple[str, str, str, date]:
-    return (key[0], key[1], key[2], key[3] or TOTAL)
+_SLOT = {name: i for i, name in enumerate(STAT_COUNTERS)}  # a counter's place in a row's values
+_WIDTH = len(STAT_COUNTERS)
+_COLUMNS = ("tenant", "player_id", "preset", "day", *STAT_COUNTERS, "max_multiplier")
+
+
+def _sums(batch: list[StatDelta]) -> tuple[dict[Key, list[int]], Counter[tuple[str, str, str, str]]]:
+    """Pure: the batch summed in one pass — per key its counters in :data:`STAT_COUNTERS` order and
+    its greatest multiplier last, the day rows (a delta with a day) and the totals rows (every
+    delta, as ``day`` = :data:`TOTAL`); and the pattern wins per (tenant, player, preset, pattern).
+    The same sums as :func:`merge` twice (the rows, then their totals), without a Struct per key."""
+    sums: dict[Key, list[int]] = {}
+    patterns: Counter[tuple[str, str, str, str]] = Counter()
+    slot, width = _SLOT, _WIDTH
+    for d in batch:
+        keys: tuple[Key, ...] = ((d.tenant, d.player_id, d.preset, TOTAL),)
+        if d.day is not None:
+            keys += ((d.tenant, d.player_id, d.preset, d.day),)
+        for key in keys:
+            acc = sums.get(key)
+            if acc is None:
+                acc = sums[key] = [0] * (width + 1)
+            for name, n in d.counters.items():
+                acc[slot[name]] += n
+            if d.max_multiplier > acc[width]:
+                acc[width] = d.max_multiplier
+        for p, n in d.patterns.items():
+            patterns[(d.tenant, d.player_id, d.preset, p)] += n
+    return sums, patterns
 
 
 def write(conn: Connection, batch: list[StatDelta]) -> None:
     if not batch:
         return
-    merged = merge(batch)
-    # the batch's day rows, and its totals (every delta, with a day or not) as the TOTAL rows
-    totals = merge([StatDelta(tenant=d.tenant, player_id=d.player_id, preset=d.preset, day=TOTAL,
-                              counters=d.counters, max_multiplier=d.max_multiplier)
-                    for d in merged.values()])  # fmt: skip
-    values: list[dict[str, Any]] = []
-    for d in [merged[k] for k in sorted(merged, key=_order) if k[3] is not None] + [
-        totals[k] for k in sorted(totals, key=_order)
-    ]:
-        row: dict[str, Any] = {"tenant": d.tenant, "player_id": d.player_id, "preset": d.preset, "day": d.day}
-        for name in STAT_COUNTERS:
-            row[name] = d.counters.get(name, 0)
-        row["max_multiplier"] = d.max_multiplier
-        values.append(row)
-    _STATS_UPSERT.execute(conn, values)
-    patterns: Counter[tuple[str, str, str, str]] = Counter()  # patterns are kept per preset, not per day
-    for key in sorted(merged, key=_order):
-        d = merged[key]
-        for p, n in d.patterns.items():
-            patterns[(d.tenant, d.player_id, d.preset, p)] += n
+    # the batch's day rows, then its totals (every delta, with a day or not) as the TOTAL rows
+    sums, patterns = _sums(batch)
+    order = sorted(sums, key=lambda k: (k[3] == TOTAL, k))
+    _STATS_UPSERT.execute(conn, [dict(zip(_COLUMNS, (*key, *sums[key]), strict=True)) for key in order])
     pattern_rows = [
         {"tenant": t, "player_id": player, "preset": preset, "pattern": p, "wins": n}
         for (t, player, preset, p), n in sorted(patterns.items())
