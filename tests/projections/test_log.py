@@ -4,13 +4,15 @@ xids cross a power of ten — and it holds back events behind a transaction stil
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from typing import Any
 
 import psycopg
 import pytest
 
-from projections.log import read_page
+from projections.log import READ_FACTS_PAGE, WALK_INDEX, read_facts_page, read_page
+from projections.stored_facts import JUDGE
 from services.store.events import EventStore
 
 pytestmark = pytest.mark.db
@@ -115,3 +117,91 @@ def test_read_page_holds_back_events_behind_a_running_transaction(private_db: tu
             assert read_page(reader, start, 1000) == []
         a.commit()
         assert [r[0] for r in read_page(reader, start, 1000)] == [a_table, b_table]
+
+
+def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    return [plan, *(n for child in plan.get("Plans", []) for n in _nodes(child))]
+
+
+def test_the_facts_page_walks_the_log_order_index_and_puts_the_planner_back(
+    private_db: tuple[EventStore, str],
+) -> None:
+    """The projector's page from position 0 of a log of 400 events, on a connection that never
+    prepares (every statement a custom plan, as on a fresh pool): it walks ``events_log_order``,
+    no bitmap or sequential scan of the rest of the log and no sort of it; after the read the
+    session's own settings are back."""
+    _, url = private_db
+    table = "walk-" + uuid.uuid4().hex[:8]
+    with psycopg.connect(url, prepare_threshold=None) as conn:
+        for version in range(1, 401):
+            _insert(conn, table, version)
+        conn.commit()
+        conn.execute("ANALYZE events")
+        conn.commit()
+        params = {"judge": JUDGE, "epoch": 0, "tx_id": "0", "position": 0, "limit": 400}
+        with conn.transaction():
+            for statement in WALK_INDEX[:2]:
+                conn.execute(statement)
+            row = conn.execute("EXPLAIN (FORMAT JSON) " + READ_FACTS_PAGE, params).fetchone()
+            conn.execute(WALK_INDEX[2])
+        assert row is not None
+        nodes = _nodes(row[0][0]["Plan"])
+        scans = {(n["Node Type"], n.get("Index Name")) for n in nodes if n.get("Relation Name") == "events"}
+        # the count, the bound and the page: each a walk of the index, none a scan of the rest of the log
+        assert scans <= {("Index Scan", "events_log_order"), ("Index Only Scan", "events_log_order")}, scans
+        assert ("Index Scan", "events_log_order") in scans
+
+        conn.execute("SET enable_seqscan = off")  # this session's own choice: it must survive
+        conn.commit()
+        with conn.transaction():
+            page = read_facts_page(conn, (0, 0, 0), 100, JUDGE)
+            settings = conn.execute(
+                "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan')"
+            ).fetchone()
+        assert settings == ("off", "on")
+        assert page[-1][10] == 100  # the page passed over 100 events
+        walked = _walk_lean(conn, 100)[:100]
+        assert (page[-1][2], page[-1][3]) == (walked[-1][2], walked[-1][3])  # and ends where read_page's does
+
+
+def test_the_facts_page_passes_over_exactly_the_events_read_page_walks(
+    private_db: tuple[EventStore, str],
+) -> None:
+    """Pages of every size, whole or bounded by ``upto``: each returns the events with this judge's
+    facts, every event of another judge and its own last event, in log order; ``n`` is the events it
+    passed over, and the last event is the one the lean walk reaches after as many."""
+    from domain.events import convert
+    from tests.projections.helpers import simulated
+
+    store, url = private_db
+    for t in range(3):  # three tables in appends of 40, interleaved in the log
+        events = [convert(e) for e in simulated(900 + t, hands=1, table_id=f"page-{t}")]
+        for start in range(0, len(events), 40):
+            store.append("acme", f"page-{t}", start, events[start : start + 40])
+    with psycopg.connect(url, autocommit=True) as conn:
+        walked = _walk_lean(conn, 1000)
+        places = [(row[7], row[3], row[2]) for row in walked]
+        for judge in (JUDGE, JUDGE + 1):  # this build's facts, and another judge's (every event folded)
+            interesting = {
+                int(p)
+                for (p,) in conn.execute(
+                    "SELECT position FROM events WHERE facts IS NOT NULL OR judge IS DISTINCT FROM %s",
+                    (judge,),
+                ).fetchall()
+            }
+            assert 0 < len(interesting) < len(walked) if judge == JUDGE else len(interesting) == len(walked)
+            for limit, upto_index in itertools.product((1, 2, 5, 17, 60, 1000), (None, len(walked) // 3)):
+                upto = places[upto_index] if upto_index is not None else None
+                end = len(walked) if upto_index is None else upto_index + 1
+                after, done = (0, 0, 0), 0
+                while page := read_facts_page(conn, after, limit, judge, upto):
+                    n = page[-1][10]
+                    assert {row[10] for row in page} == {n} and 1 <= n <= limit
+                    assert n == limit or done + n == end  # only the last page is short
+                    span = walked[done : done + n]
+                    expected = [row[2] for row in span if row[2] in interesting or row is span[-1]]
+                    assert [row[2] for row in page] == expected
+                    assert all((row[4] is None) == row[8] for row in page)  # a body only to fold
+                    done += n
+                    after = places[done - 1]
+                assert done == end
