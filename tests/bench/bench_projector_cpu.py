@@ -3,7 +3,8 @@
 
 On a fresh embedded PostgreSQL:
 
-* **rebuild**: ``Projector.rebuild()`` of every read model over the whole log (pages of 1000);
+* **rebuild**: ``Projector.rebuild()`` of every read model over the whole log (the projector's
+  pages, 4000 events), against the store's ``read_all`` (pages of 1000);
 * **follow**: the background runner's pattern under ingest — 100-event appends, one ``run_once()``
   after each (a NOTIFY wake-up per append), then after every 5; CPU counted around the projector's
   calls only.
