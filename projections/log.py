@@ -170,6 +170,25 @@ known, facts, n)`` — ``known``: its stored facts were found by the reader's ju
 events the page passed over."""
 
 
+WALK_INDEX = (
+    "SELECT set_config('kwx.walk_index', current_setting('enable_seqscan') || ' ' "
+    "|| current_setting('enable_bitmapscan'), true)",
+    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)",
+    "SELECT set_config('enable_seqscan', split_part(current_setting('kwx.walk_index'), ' ', 1), true), "
+    "set_config('enable_bitmapscan', split_part(current_setting('kwx.walk_index'), ' ', 2), true)",
+)
+"""The page's walks of the ``events_log_order`` index (its count, its bound, its rows: each at most
+the page's events). Left to itself the planner takes, for a custom plan (a statement's first five
+runs on a connection, so every page of a fresh pool), a bitmap or sequential scan of *every* event
+after the checkpoint and a sort: the whole rest of the log per page (on 38,945 events, a page from
+position 0 cost ≈ 30 ms against ≈ 5.5 walked), because it guesses a row comparison's selectivity
+as one third of the table, whatever the checkpoint. So the read turns sequential and bitmap scans
+off for itself, inside the caller's transaction (``set_config(…, true)``), and puts back the values
+it found (kept in ``kwx.walk_index``): the batch's other statements plan as before. Outside a
+transaction the settings last one statement each: the page is the same, only its plan is the
+planner's."""
+
+
 def read_facts_page(
     conn: psycopg.Connection[Any],
     after: LogPlace,
@@ -201,22 +220,3 @@ def read_facts_page(
         conn.execute(WALK_INDEX[2])
     rows: list[FactRow] = cur.fetchall()
     return rows
-
-
-WALK_INDEX = (
-    "SELECT set_config('kwx.walk_index', current_setting('enable_seqscan') || ' ' "
-    "|| current_setting('enable_bitmapscan'), true)",
-    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)",
-    "SELECT set_config('enable_seqscan', split_part(current_setting('kwx.walk_index'), ' ', 1), true), "
-    "set_config('enable_bitmapscan', split_part(current_setting('kwx.walk_index'), ' ', 2), true)",
-)
-"""The page is read by walking the ``events_log_order`` index from the checkpoint, ``limit`` entries
-and no more. Left to itself the planner takes, for a page of a custom plan (a statement's first five
-runs on a connection, so every page of a fresh pool), a bitmap scan of *every* event after the
-checkpoint and a sort: the whole rest of the log per page (≈ 30 ms against ≈ 5.5 for the walk on
-a log of 39,000 events from position 0; a rebuild's pages cost O(log) each). A row comparison's
-selectivity is a fixed guess (one third of the table), whatever the checkpoint. So the read turns
-sequential and bitmap scans off for itself, inside the caller's transaction (``set_config(…,
-true)``), and puts back the values it found (kept in ``kwx.walk_index``): the batch's other
-statements plan as before. Outside a transaction the settings last one statement each: the page
-is the same, only its plan is the planner's."""

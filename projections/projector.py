@@ -1,6 +1,6 @@
 """The projector: follows the global log gap-free and keeps every read model up to date.
 
-* **Gap-free**: it reads with :func:`projections.log.read_page` — the store's ``read_all``
+* **Gap-free**: it reads with :func:`projections.log.read_facts_page` — the store's ``read_all``
   predicate (``after=(tx_id, position)``, only events of transactions older than every one still
   running) on the batch's own connection, lean rows — so an event committed late never lands
   behind a checkpoint.
@@ -82,7 +82,7 @@ class StoredEventLike(Protocol):
 
 class EventSource(Protocol):
     """The event store (services.store.events.EventStore). The projector reads the log with
-    :func:`projections.log.read_page` and a table's events for a refold with its own statement,
+    :func:`projections.log.read_facts_page` and a table's events for a refold with its own statement,
     both on the batch's connection: no second pooled connection while it holds one."""
 
     def read_table(

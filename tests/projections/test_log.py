@@ -127,9 +127,9 @@ def test_the_facts_page_walks_the_log_order_index_and_puts_the_planner_back(
     private_db: tuple[EventStore, str],
 ) -> None:
     """The projector's page from position 0 of a log of 400 events, on a connection that never
-    prepares (every statement a custom plan, as on a fresh pool): it walks ``events_log_order``,
-    no bitmap or sequential scan of the rest of the log and no sort of it; after the read the
-    session's own settings are back."""
+    prepares (every statement a custom plan, as on a fresh pool): every scan of ``events`` walks
+    ``events_log_order``, none is a bitmap or sequential scan of the rest of the log; after the read
+    the session's own settings are back."""
     _, url = private_db
     table = "walk-" + uuid.uuid4().hex[:8]
     with psycopg.connect(url, prepare_threshold=None) as conn:
