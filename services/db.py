@@ -134,6 +134,7 @@ def describe(url: str) -> str:
 POOL_WAIT = 10.0
 DOWN_WAIT = 1.0
 RECONNECT_TIMEOUT = 2.0
+OPEN_WAIT = 15.0  # how long a new pool waits for the database to answer (make_pool)
 
 
 class Unreachable(PoolTimeout):
@@ -334,8 +335,9 @@ def log_epoch(conn: psycopg.Connection[Any]) -> int | None:
     return int(row[0]) if row else None
 
 
-def make_pool(url: str, *, size: int, role: str | None) -> ConnectionPool:
-    """A pool whose connections run as ``role`` (``SET ROLE``; see docs/operations.md)."""
+def make_pool(url: str, *, size: int, role: str | None, wait: float = OPEN_WAIT) -> ConnectionPool:
+    """A pool whose connections run as ``role`` (``SET ROLE``; see docs/operations.md), once the
+    database has answered (:func:`open_when_answered`, at most ``wait`` seconds)."""
 
     def configure(conn: psycopg.Connection[Any]) -> None:
         if role:
@@ -357,8 +359,32 @@ def make_pool(url: str, *, size: int, role: str | None) -> ConnectionPool:
         reconnect_timeout=RECONNECT_TIMEOUT,
     )
     pool.reach = reach
-    pool.open(wait=True, timeout=15.0)
+    open_when_answered(pool, wait)
     return pool
+
+
+def open_when_answered(pool: Pool, wait: float) -> None:
+    """Open ``pool`` and return once the database has answered: one connection made (and
+    configured) within ``wait`` seconds, else close the pool and raise ``PoolTimeout``.
+
+    Not psycopg_pool's ``open(wait=True)``, which waits for ``min_size`` connections: a slot whose
+    attempts keep failing for ``RECONNECT_TIMEOUT`` (2 s: the database refused connections for a
+    moment, or backends were terminated as they started) is given up, the pool never fills and the
+    wait ran out although the database had answered long before. A ``kwx serve`` worker replaced
+    while backends were being terminated would fail its start-up so, and uvicorn stop the whole
+    server (docs/faults.md, Process faults). Each try here is a checkout, which makes the pool
+    connect again when its slots were given up."""
+    pool.open(wait=False)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            pool.putconn(pool.getconn(max(0.001, min(deadline - time.monotonic(), DOWN_WAIT))))
+            return
+        except (PoolTimeout, psycopg.OperationalError) as exc:
+            if time.monotonic() >= deadline:
+                pool.close()
+                raise PoolTimeout(f"the database did not answer in {wait:g} s: {exc}") from exc
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
 
 async def open_async_pool(url: str, *, size: int, role: str | None) -> AsyncConnectionPool:

@@ -141,9 +141,16 @@ def _supervise(config: Any) -> list[int]:
     dies, and stops every worker when one fails to *start* (its app's start-up failed), which
     ``uvicorn.run`` does not tell apart from SIGTERM. The pids of the workers that failed to start
     (empty after a signal)."""
+    import logging
+
     from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
 
+    # Its lines about the workers' lives ("Child process [PID] died", at info) in this process's
+    # log, for an operator (docs/faults.md, Process faults); its other info lines stay out.
+    lives = logging.getLogger("uvicorn.error")
+    lives.setLevel(logging.INFO)
+    lives.addFilter(lambda line: line.levelno >= logging.WARNING or "Child process" in line.getMessage())
     supervisor = Multiprocess(config, sockets=[config.bind_socket()])
     with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run
         supervisor.run()

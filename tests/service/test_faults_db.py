@@ -289,6 +289,10 @@ def _post(
 # --------------------------------------------------------------------------- 1. backends killed
 
 
+# the lines of kwx serve's output about its processes (uvicorn's supervisor and kwx serve's own)
+_LIVES = ("Child process", "could not start", "failed to start", "projector_process", "Traceback")
+
+
 def _serve(url: str, out: Path) -> tuple[subprocess.Popen[bytes], str]:
     serve, base, _port = serve_subprocess(url, out, workers=2, KWX_PROJECTOR="on", KWX_LOG_LEVEL="info",
                                           KWX_POOL_SIZE="2", KWX_PROJECTOR_NICE="0")  # fmt: skip
@@ -372,9 +376,13 @@ def test_backends_terminated_during_ingest_lose_nothing_and_store_nothing_twice(
         try:
             appending(names)
         except Exception as exc:  # the service went away (connection refused …): say it, with its output
-            tail = "\n".join(out.read_text(errors="replace").splitlines()[-40:])
+            lines = out.read_text(errors="replace").splitlines()
+            # the processes' lives first (uvicorn's supervisor, kwx serve): why a connection was reset
+            lives = [line for line in lines if any(word in line for word in _LIVES)]
+            tail = "\n".join(lines[-40:])
             exited = serve.poll()
-            problems.append(f"client {names}: {exc!r}; kwx serve exit code {exited}; output ends:\n{tail}")
+            problems.append(f"client {names}: {exc!r}; kwx serve exit code {exited}; its processes:\n"
+                            + "\n".join(lives) + f"\noutput ends:\n{tail}")  # fmt: skip
 
     def appending(names: list[str]) -> None:
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
@@ -417,7 +425,7 @@ def test_backends_terminated_during_ingest_lose_nothing_and_store_nothing_twice(
         done.set()
         assert not still, f"clients still appending after 900 s: {still}"
         kill_thread.join(30)
-        assert not problems, problems
+        assert not problems, "\n".join(problems)
         assert set(statuses) <= {200, 201, 503}, statuses
         assert len(kills) >= 60, f"only {len(kills)} backends terminated: the test proves little"
         for name, wire in tables.items():
@@ -901,3 +909,70 @@ def _pool_idle_quiet(pool: Any) -> bool:
 
     conn = pool._pool[0] if pool._pool else None  # peek at the idle connection (a test only)
     return conn is None or quiet(conn)
+
+
+def test_a_new_pool_opens_once_the_database_answers_though_psycopg_gave_a_slot_up_meanwhile(
+    cluster: Cluster,
+) -> None:
+    """``make_pool`` returns once the database answers, not once psycopg_pool has filled
+    ``min_size``: here the database refuses connections until the pool has given one of its slots up
+    (its attempts failed for ``RECONNECT_TIMEOUT``: psycopg's own warning says so), then accepts
+    them. Before, the pool never filled, ``make_pool`` raised after 15 s although the database had
+    long answered. A ``kwx serve`` worker replaced while backends were being terminated would fail
+    its start-up so, and uvicorn stop the whole server: the likeliest reading of a CI failure of
+    ``test_backends_terminated_during_ingest…`` on 2 Dec (kwx serve stopping, its projector child
+    stopped, a client's connection reset). A database that never answers still raises
+    ``PoolTimeout``, the pool closed."""
+    import logging
+
+    from psycopg import sql
+    from psycopg_pool import PoolTimeout
+
+    from services.db import make_pool
+
+    url, name = cluster.database()
+    gave_up = threading.Event()
+
+    class GaveUp(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "reconnection attempt in pool" in record.getMessage():
+                gave_up.set()
+
+    def allow(yes: bool) -> None:
+        with cluster.admin() as admin:
+            admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}").format(
+                sql.Identifier(name), sql.Literal(yes)))  # fmt: skip
+
+    handler = GaveUp(level=logging.WARNING)
+    logging.getLogger("psycopg.pool").addHandler(handler)
+    opened: dict[str, Any] = {}
+
+    def opening() -> None:
+        try:
+            opened["pool"] = make_pool(url, size=2, role=None, wait=120)
+        except Exception as exc:  # said below
+            opened["error"] = exc
+
+    allow(False)
+    try:
+        thread = threading.Thread(target=opening)
+        thread.start()
+        # a bound, not an expectation: psycopg gives a slot up ≈ 3 s after its first attempt
+        assert gave_up.wait(100), "psycopg_pool never gave a slot up while connections were refused"
+        assert thread.is_alive(), opened
+        allow(True)
+        thread.join(120)
+        assert not thread.is_alive() and "error" not in opened, opened
+        pool = opened["pool"]
+        try:
+            with pool.connection() as conn:
+                assert conn.execute("SELECT current_database()").fetchone() == (name,)
+        finally:
+            pool.close()
+        # never answered: PoolTimeout, and the pool is closed
+        allow(False)
+        with pytest.raises(PoolTimeout, match="did not answer in 1 s"):
+            make_pool(url, size=2, role=None, wait=1)
+    finally:
+        logging.getLogger("psycopg.pool").removeHandler(handler)
+        allow(True)

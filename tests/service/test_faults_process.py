@@ -365,6 +365,8 @@ def test_a_worker_killed_mid_ingest_is_replaced_and_nothing_is_lost_or_doubled(s
     for _ in range(6):
         assert httpx.get(f"{served.base}/v1/health", timeout=10).status_code == 200
     assert served.proc.poll() is None
+    # the operator's log says so (uvicorn's supervisor, its info line let through by kwx serve)
+    assert f"Child process [{victim}] died" in served.log(), served.log()[-3000:]
 
 
 def test_a_hung_worker_is_killed_and_replaced_and_its_clients_retry(served: Served) -> None:
