@@ -80,7 +80,9 @@ class Container:
         if self.projector is None:
             self.projector = Projector(self.pool, self.store, self.engine)
         self.projector.on_batch = metrics.observe_projection
-        self.projector_runner = ProjectorRunner(self.projector, self.database_url)
+        self.projector_runner = ProjectorRunner(
+            self.projector, self.database_url, gather_seconds=self.settings.projector_gather
+        )
         self.projector_runner.start()
 
     def stop_projector(self) -> None:

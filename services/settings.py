@@ -70,6 +70,7 @@ class Settings:
     projector: str = "on"  # "on" (child process of kwx serve) | "thread" | "off"
     projector_nice: int = 10
     projector_watchdog: float = 120.0
+    projector_gather: float = 0.5  # seconds the projector may gather appends that keep coming
     shutdown_grace: int = 10  # after SIGTERM: how long requests in flight may take (a slow upload …)
     workers: int | None = None  # `kwx serve` uvicorn workers; None: serving_workers() decides
     ready_max_lag: float = 60.0  # /v1/health/ready: not ready while the read models lag more (seconds)
@@ -107,6 +108,8 @@ class Settings:
             raise ValueError(f"KWX_SHUTDOWN_GRACE={self.shutdown_grace}: expected whole seconds, at least 1")
         if not self.projector_watchdog >= 0:  # (NaN too)
             raise ValueError(f"KWX_PROJECTOR_WATCHDOG={self.projector_watchdog}: expected seconds, 0 or more")
+        if not 0 <= self.projector_gather <= 10:  # (NaN too)
+            raise ValueError(f"KWX_PROJECTOR_GATHER={self.projector_gather}: expected seconds, 0 to 10")
         port = self.metrics.isdigit() and 0 < int(self.metrics) < 65536
         if self.metrics not in ("on", "off") and not port:
             raise ValueError(f"KWX_METRICS={self.metrics!r}: expected on, off or a port number")
@@ -163,6 +166,7 @@ class Settings:
             projector=projector_mode(env.get("KWX_PROJECTOR") or "on"),
             projector_nice=int(env.get("KWX_PROJECTOR_NICE") or 10),
             projector_watchdog=float(env.get("KWX_PROJECTOR_WATCHDOG") or 120),
+            projector_gather=float(env.get("KWX_PROJECTOR_GATHER") or 0.5),
             shutdown_grace=_whole_seconds("KWX_SHUTDOWN_GRACE", env.get("KWX_SHUTDOWN_GRACE") or "10"),
             workers=int(env["KWX_WORKERS"]) if env.get("KWX_WORKERS") else None,
             ready_max_lag=float(env.get("KWX_READY_MAX_LAG") or 60),

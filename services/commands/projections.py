@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         refold = getattr(args, "refold", False)
         projector = Projector(container.pool, container.store, **({"judge": None} if refold else {}))
         if args.action == "follow":
-            return _follow(projector, container.database_url)
+            return _follow(projector, container.database_url, settings.projector_gather)
         if args.action == "status":
             for line in projector.status():
                 print(json.dumps(line))
@@ -120,12 +120,12 @@ def _rebuilt(
     }  # fmt: skip
 
 
-def _follow(projector: object, conninfo: str) -> int:
+def _follow(projector: object, conninfo: str, gather: float) -> int:
     from projections.projector import ProjectorRunner
     from services import heap, metrics
 
     projector.on_batch = metrics.observe_projection  # type: ignore[attr-defined]
-    runner = ProjectorRunner(projector, conninfo, heartbeat=_heartbeat())  # type: ignore[arg-type]
+    runner = ProjectorRunner(projector, conninfo, heartbeat=_heartbeat(), gather_seconds=gather)  # type: ignore[arg-type]
     heap.settle()  # what the process keeps: never traversed by the collector again
     runner.start()
     print(json.dumps({"following": True}), flush=True)

@@ -16,7 +16,9 @@ Each line also prints the CPU milliseconds per 100-event batch of ``kwx serve`` 
 projector child), of PostgreSQL (the postmaster and its backends) and of the clients — where the
 cores went, which the rates alone can't say on a shared 2-core machine. With the projector on, a
 round's CPU is counted until the processes are quiet again: the read models' work on the round's
-last events belongs to it (before 1 Dec 22:50 it was counted up to the clients' last answer only).
+last events belongs to it (before 1 Dec 22:50 it was counted up to the clients' last answer only);
+and a round starts only once the read models have caught up on the lines before it
+(``wait_caught_up``; before 2 Dec the first round did that catching up, and reported its lag).
 
 The events are simulated legal tables (``domain.simulate``, ``KWX_BENCH_TABLES`` ×
 ``KWX_BENCH_HANDS`` hands, default 96 × 8 ≈ 39,000 events: a round of kwx takes ≈ 1–2 s, a COPY
@@ -225,6 +227,28 @@ def wait_quiet(pids: tuple[int, ...], timeout: float = 20.0) -> None:
             return
 
 
+def wait_caught_up(base: str, timeout: float = 600.0) -> None:
+    """Until ``/v1/health/ready`` says the read models have nothing left to apply (``lag_seconds``
+    0). Each line's ``kwx serve`` starts on the database the lines before it filled with the projector
+    off; a round that began while the projector was still catching up on those events counted that
+    work as its own and sampled their age as its lag (45 s, a whole first round, before 2 Dec)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{base}/v1/health/ready", timeout=10) as answer:
+                body = json.loads(answer.read())
+        except urllib.error.HTTPError as exc:  # a 503 (lagging) still says the lag
+            body = json.loads(exc.read())
+        if (body.get("checks") or body).get("lag_seconds") == 0:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the read models did not catch up in {timeout:g} s")
+
+
 class LagSampler:
     """``/v1/health/ready``'s ``lag_seconds`` (how long ago the oldest event the read models have
     not applied was recorded) every ``every`` seconds while ingest runs: issue 16's freshness."""
@@ -340,6 +364,8 @@ def run() -> None:
                 for clients in runs:
                     rates, cpu, paired, folds = [], [0.0, 0.0, 0.0], [], [0.0, 0.0]
                     for r in range(REPEAT):
+                        if projector != "off":  # the earlier lines' events, projected before the clock
+                            wait_caught_up(base)
                         wait_quiet((proc.pid, postgres))  # e.g. the projector catching up
                         baseline = copy_round(f"{tag}{clients}r{r}")
                         counted = projector_counts(base) if projector != "off" else (0.0, 0.0)

@@ -1,5 +1,6 @@
 """The background runner: a burst of appends (NOTIFYs) → one batch after the linger, not one per
-append; and without lingering it still wakes on every notification."""
+append; appends that keep coming are gathered into one batch, for at most ``gather_seconds``; and
+without lingering it still wakes on every notification."""
 
 from __future__ import annotations
 
@@ -57,3 +58,45 @@ def test_a_burst_of_appends_is_one_batch_after_the_linger(database_url: str) -> 
 def test_without_linger_the_runner_still_wakes_on_a_notification(database_url: str) -> None:
     first, calls = _calls_after_burst(database_url, linger=0.0, notifies=1)
     assert calls == first + 1
+
+
+def _calls_during_stream(database_url: str, gather: float) -> tuple[int, int, int]:
+    """A notification every 0.05 s for 5 s, each its own transaction (an append each), to a runner
+    whose quiet gap (``linger_seconds``) is 2 s — forty times the stream's spacing — and whose
+    gathering ends after ``gather`` seconds: (calls before, calls after, notifications sent)."""
+    projector = CountingProjector()
+    runner = ProjectorRunner(projector, database_url, poll_seconds=60, linger_seconds=2.0,  # type: ignore[arg-type]
+                             gather_seconds=gather)  # fmt: skip
+    runner.start()
+    try:
+        assert projector.called.wait(60), "the runner catches up once when it starts"
+        first = projector.calls
+        sent = 0
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            end = time.monotonic() + 5.0
+            while time.monotonic() < end:
+                conn.execute(f"NOTIFY {CHANNEL}, '{sent}'")
+                sent += 1
+                time.sleep(0.05)
+        deadline = time.monotonic() + 60
+        while projector.calls == first and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(3.0)  # the last gathering ends 2 s after the last notification; any later call shows
+        return first, projector.calls, sent
+    finally:
+        runner.stop()
+
+
+def test_appends_that_keep_coming_are_gathered_into_one_batch(database_url: str) -> None:
+    """Before, the runner lingered 50 ms (here: 2 s) flat after a wake-up, so a steady stream was a
+    batch per linger (three here); now it waits for a quiet gap, and a stream 40 × denser than the
+    gap is one batch once it ends."""
+    first, calls, sent = _calls_during_stream(database_url, gather=60)
+    assert sent >= 20 and calls == first + 1, (first, calls, sent)
+
+
+def test_gathering_ends_after_gather_seconds_under_a_steady_stream(database_url: str) -> None:
+    """The bound on the read models' lag: a stream that never pauses is still projected every
+    ``gather_seconds`` (1 s here: ≈ 5 batches in 5 s), never one batch per notification."""
+    first, calls, sent = _calls_during_stream(database_url, gather=1.0)
+    assert 3 <= calls - first <= 7 and calls - first < sent // 3, (first, calls, sent)

@@ -121,6 +121,8 @@ def test_building_the_cli_imports_neither_the_web_stack_nor_the_database_driver(
     [
         ("KWX_PROJECTOR_WATCHDOG", "soon", "KWX_PROJECTOR_WATCHDOG='soon'"),
         ("KWX_PROJECTOR_WATCHDOG", "-1", "KWX_PROJECTOR_WATCHDOG=-1.0: expected seconds, 0 or more"),
+        ("KWX_PROJECTOR_GATHER", "a while", "KWX_PROJECTOR_GATHER='a while'"),
+        ("KWX_PROJECTOR_GATHER", "60", "KWX_PROJECTOR_GATHER=60.0: expected seconds, 0 to 10"),
         ("KWX_POOL_SIZE", "four", "KWX_POOL_SIZE='four'"),
         ("KWX_HEADER_TIMEOUT", "0", "KWX_HEADER_TIMEOUT=0.0: expected seconds, more than 0"),
         ("KWX_HEADER_TIMEOUT", "ten", "KWX_HEADER_TIMEOUT='ten'"),
