@@ -364,27 +364,35 @@ def make_pool(url: str, *, size: int, role: str | None, wait: float = OPEN_WAIT)
 
 
 def open_when_answered(pool: Pool, wait: float) -> None:
-    """Open ``pool`` and return once the database has answered: one connection made (and
-    configured) within ``wait`` seconds, else close the pool and raise ``PoolTimeout``.
+    """Open ``pool`` and return once its ``min_size`` connections are made and configured — or, when
+    ``wait`` seconds run out with at least one of them, with that one (the pool makes the others as
+    it can); with none, close the pool and raise ``PoolTimeout``.
 
-    Not psycopg_pool's ``open(wait=True)``, which waits for ``min_size`` connections: a slot whose
-    attempts keep failing for ``RECONNECT_TIMEOUT`` (2 s: the database refused connections for a
-    moment, or backends were terminated as they started) is given up, the pool never fills and the
-    wait ran out although the database had answered long before. A ``kwx serve`` worker replaced
-    while backends were being terminated would fail its start-up so, and uvicorn stop the whole
-    server (docs/faults.md, Process faults). Each try here is a checkout, which makes the pool
-    connect again when its slots were given up."""
+    Not psycopg_pool's ``open(wait=True)``, which waits for exactly that but gives up for good on
+    a slot whose attempts keep failing for ``RECONNECT_TIMEOUT`` (2 s: the database refused
+    connections for a moment, or backends were terminated as they started): the pool never filled
+    and the wait ran out although the database had answered long before. A ``kwx serve`` worker
+    replaced while backends were being terminated would fail its start-up so, and uvicorn stop the
+    whole server (docs/faults.md, Process faults). Here a slot given up is asked for again (a
+    checkout makes the pool connect once more). Nothing is checked out while the first connections
+    are still being made: a checkout then would make the pool grow one more, configured later —
+    its ``SET`` and ``kwx_log_epoch()`` landing in whatever runs next (a request's trace)."""
     pool.open(wait=False)
     deadline = time.monotonic() + wait
     while True:
-        try:
-            pool.putconn(pool.getconn(max(0.001, min(deadline - time.monotonic(), DOWN_WAIT))))
+        measures = pool.get_stats()
+        if measures.get("pool_available", 0) >= pool.min_size:
             return
-        except (PoolTimeout, psycopg.OperationalError) as exc:
-            if time.monotonic() >= deadline:
-                pool.close()
-                raise PoolTimeout(f"the database did not answer in {wait:g} s: {exc}") from exc
-            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        if measures.get("pool_size", 0) < pool.min_size:  # a slot given up: connect again
+            with contextlib.suppress(PoolTimeout, psycopg.OperationalError):
+                pool.putconn(pool.getconn(max(0.001, min(deadline - time.monotonic(), DOWN_WAIT))))
+        if time.monotonic() >= deadline:
+            if measures.get("pool_available", 0) or pool.get_stats().get("pool_available", 0):
+                return  # the database answered: the pool fills itself as it can
+            reason = pool.reach.last_error or "no connection"
+            pool.close()
+            raise PoolTimeout(f"the database did not answer in {wait:g} s: {reason}")
+        time.sleep(0.01)
 
 
 async def open_async_pool(url: str, *, size: int, role: str | None) -> AsyncConnectionPool:
