@@ -232,21 +232,28 @@ def wait_caught_up(base: str, timeout: float = 600.0) -> None:
     0). Each line's ``kwx serve`` starts on the database the lines before it filled with the projector
     off; a round that began while the projector was still catching up on those events counted that
     work as its own and sampled their age as its lag (45 s, a whole first round, before 2 Dec)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready_lag(base) == 0:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the read models did not catch up in {timeout:g} s")
+
+
+def ready_lag(base: str, timeout: float = 10) -> float | None:
+    """``/v1/health/ready``'s ``lag_seconds`` (None when it has none: no database answer); its 503
+    (lagging, not ready) says the lag too. Other errors (a refused connection) are raised."""
     import json
     import urllib.error
     import urllib.request
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{base}/v1/health/ready", timeout=10) as answer:
-                body = json.loads(answer.read())
-        except urllib.error.HTTPError as exc:  # a 503 (lagging) still says the lag
-            body = json.loads(exc.read())
-        if (body.get("checks") or body).get("lag_seconds") == 0:
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"the read models did not catch up in {timeout:g} s")
+    try:
+        with urllib.request.urlopen(f"{base}/v1/health/ready", timeout=timeout) as answer:
+            body = json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        body = json.loads(exc.read())
+    lag = (body.get("checks") or body).get("lag_seconds")
+    return float(lag) if isinstance(lag, (int, float)) else None
 
 
 class LagSampler:
@@ -260,18 +267,13 @@ class LagSampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        import json
-        import urllib.request
-
         while not self._stop.is_set():
             try:
-                with urllib.request.urlopen(f"{self.base}/v1/health/ready", timeout=5) as r:
-                    body = json.loads(r.read())
-            except Exception as exc:  # a 503 (lagging) still says the lag
-                body = json.loads(exc.read()) if hasattr(exc, "read") else {}
-            lag = (body.get("checks") or body).get("lag_seconds")
-            if isinstance(lag, (int, float)):
-                self.lags.append(float(lag))
+                lag = ready_lag(self.base, timeout=5)
+            except Exception:  # no answer this time (a timeout): no sample
+                lag = None
+            if lag is not None:
+                self.lags.append(lag)
             self._stop.wait(self.every)
 
     def __enter__(self) -> LagSampler:

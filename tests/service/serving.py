@@ -102,6 +102,17 @@ def tree_cpu(pid: int) -> float:
     return sum(process_cpu(p, reaped=True) for p in (pid, *descendants(pid)))
 
 
+def allow_connections(admin_url: str, database: str, yes: bool) -> None:
+    """``ALTER DATABASE … ALLOW_CONNECTIONS``: a database that refuses every new session (``yes``
+    False), superusers' too, while the server and its other databases keep answering."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}").format(
+            sql.Identifier(database), sql.Literal(yes)))  # fmt: skip
+
+
 def projector_behind(url: str) -> int:
     """Events after the least advanced read model's checkpoint; -1 while no read model has one."""
     import psycopg

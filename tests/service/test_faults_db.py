@@ -33,7 +33,7 @@ import psycopg
 import pytest
 
 from tests.conftest import with_database
-from tests.service.serving import serve_subprocess, wait_for
+from tests.service.serving import allow_connections, serve_subprocess, wait_for
 from tests.service.streams import legal_table
 
 pytestmark = pytest.mark.db
@@ -914,18 +914,17 @@ def _pool_idle_quiet(pool: Any) -> bool:
 def test_a_new_pool_opens_once_the_database_answers_though_psycopg_gave_a_slot_up_meanwhile(
     cluster: Cluster,
 ) -> None:
-    """``make_pool`` returns once the database answers, not once psycopg_pool has filled
-    ``min_size``: here the database refuses connections until the pool has given one of its slots up
+    """``make_pool`` returns once the database answers, though psycopg_pool gave a slot up
+    meanwhile: here the database refuses connections until the pool has given one of its slots up
     (its attempts failed for ``RECONNECT_TIMEOUT``: psycopg's own warning says so), then accepts
-    them. Before, the pool never filled, ``make_pool`` raised after 15 s although the database had
-    long answered. A ``kwx serve`` worker replaced while backends were being terminated would fail
-    its start-up so, and uvicorn stop the whole server: the likeliest reading of a CI failure of
-    ``test_backends_terminated_during_ingest…`` on 2 Dec (kwx serve stopping, its projector child
-    stopped, a client's connection reset). A database that never answers still raises
-    ``PoolTimeout``, the pool closed."""
+    them, and ``make_pool`` asks for that slot again. Before, the pool never filled, ``make_pool``
+    raised after 15 s although the database had long answered. A ``kwx serve`` worker replaced
+    while backends were being terminated would fail its start-up so, and uvicorn stop the whole
+    server: the likeliest reading of a CI failure of ``test_backends_terminated_during_ingest…`` on
+    2 Dec (kwx serve stopping, its projector child stopped, a client's connection reset). A
+    database that never answers still raises ``PoolTimeout``, the pool closed."""
     import logging
 
-    from psycopg import sql
     from psycopg_pool import PoolTimeout
 
     from services.db import make_pool
@@ -939,9 +938,7 @@ def test_a_new_pool_opens_once_the_database_answers_though_psycopg_gave_a_slot_u
                 gave_up.set()
 
     def allow(yes: bool) -> None:
-        with cluster.admin() as admin:
-            admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}").format(
-                sql.Identifier(name), sql.Literal(yes)))  # fmt: skip
+        allow_connections(cluster.admin_url, name, yes)
 
     handler = GaveUp(level=logging.WARNING)
     logging.getLogger("psycopg.pool").addHandler(handler)

@@ -37,6 +37,7 @@ import pytest
 
 from tests.service.serving import (
     alive,
+    allow_connections,
     descendants,
     projector_behind,
     serve_subprocess,
@@ -688,15 +689,11 @@ def test_a_worker_that_cannot_start_again_stops_the_server_with_status_1(pg_clus
     """A dead worker's replacement whose start-up fails (here: the database refuses new connections
     for longer than the pool waits, 15 s) stops the whole server — exit status 1, a line saying so —
     for a service manager to restart it, instead of exiting 0 as after a SIGTERM."""
-    from psycopg import sql
-
     s = start_serve(pg_cluster, projector="off")
     name = urlsplit(s.url).path.lstrip("/")
 
     def allow(yes: bool) -> None:
-        with psycopg.connect(pg_cluster.admin_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}").format(
-                sql.Identifier(name), sql.Literal(yes)))  # fmt: skip
+        allow_connections(pg_cluster.admin_url, name, yes)
 
     try:
         family = s.family()
