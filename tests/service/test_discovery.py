@@ -274,7 +274,12 @@ def test_queries_use_their_indexes(container: Any) -> None:
     from projections.discovery_queries import _HANDS_SQL, tables_sql
 
     with container.pool.connection() as conn:
-        conn.execute("SET enable_seqscan = off")
+        # SET LOCAL in the transaction, and on Citus passed on to the workers (each plans its own
+        # shard in EXPLAIN's remote transaction): without it a worker planned its shard with
+        # sequential scans allowed and, on an empty shard, drove the join from the other table.
+        # On a single PostgreSQL the citus.* line only sets a placeholder.
+        conn.execute("SET LOCAL citus.propagate_set_commands = 'local'")
+        conn.execute("SET LOCAL enable_seqscan = off")
         params = {"tenant": "t", "before": 10, "player": "p", "preset": None, "mask": 0, "since": None,
                   "until": None, "limit": 5}  # fmt: skip
         plain = conn.execute("EXPLAIN " + tables_sql(None, None, None, None, 0), params).fetchall()
