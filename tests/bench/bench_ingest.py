@@ -441,6 +441,31 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _postgres_kind(cmdline: str) -> str:
+    """What a PostgreSQL process is, from its title (``postgres: checkpointer``, ``postgres: postgres
+    bench_on 127.0.0.1(…) idle``, ``postgres: autovacuum worker bench_on``)."""
+    if "autovacuum worker" in cmdline:
+        return "autovacuum"
+    for db in ("bench_on", "bench_off"):
+        if f" {db} " in cmdline:
+            return f"backends of {db}"
+    if cmdline.startswith("postgres: postgres "):
+        return "other backends"
+    return "background (checkpointer, WAL writer, …)"
+
+
+def postgres_by_kind(postgres: int) -> dict[str, float]:
+    """PostgreSQL's CPU seconds so far by kind of process (:func:`_postgres_kind`); the postmaster's
+    own and every exited process's (its reaped children's time) as "postmaster and exited"."""
+    kinds: dict[str, float] = {"postmaster and exited": tree_cpu(postgres)}
+    for pid in descendants(postgres):
+        cpu = process_cpu(pid)
+        kind = _postgres_kind(_cmdline(pid))
+        kinds[kind] = kinds.get(kind, 0.0) + cpu
+        kinds["postmaster and exited"] -= cpu
+    return kinds
+
+
 def _paired_on_off(
     server: Any,
     *,
@@ -471,6 +496,7 @@ def _paired_on_off(
         batches = sum(-(-len(t) // BATCH) for t in tables) / 1000
         pairs: list[tuple[float, float]] = []
         split = {mode: {"workers": 0.0, "projector": 0.0, "postgres": 0.0} for mode in ("off", "on")}
+        pg_split: dict[str, dict[str, float]] = {mode: {} for mode in ("off", "on")}
         pids = (servers["off"][0].pid, servers["on"][0].pid, postgres)
         for r in range(PAIRS):
             got: dict[str, float] = {}
@@ -480,11 +506,14 @@ def _paired_on_off(
                 children = sorted(descendants(proc.pid))
                 own = {pid: process_cpu(pid) for pid in children}
                 before = tree_cpu(proc.pid) + tree_cpu(postgres)
-                pg0 = tree_cpu(postgres)
+                pg0, kinds0 = tree_cpu(postgres), postgres_by_kind(postgres)
                 bench_http(base, key, tables, clients, f"pair{mode}{r}")
                 wait_quiet(pids)
                 got[mode] = (tree_cpu(proc.pid) + tree_cpu(postgres) - before) / batches
                 split[mode]["postgres"] += (tree_cpu(postgres) - pg0) / batches
+                for kind, cpu in postgres_by_kind(postgres).items():
+                    delta = (cpu - kinds0.get(kind, 0.0)) / batches
+                    pg_split[mode][kind] = pg_split[mode].get(kind, 0.0) + delta
                 for pid in children:
                     which = "projector" if "projections follow" in _cmdline(pid) else "workers"
                     split[mode][which] += (process_cpu(pid) - own[pid]) / batches
@@ -499,6 +528,9 @@ def _paired_on_off(
               f"projector child {on_split['projector']:.2f}, PostgreSQL {on_split['postgres']:.2f}; "
               f"projector off: HTTP workers {off_split['workers']:.2f}, "
               f"PostgreSQL {off_split['postgres']:.2f}")  # fmt: skip
+        for mode in ("off", "on"):
+            kinds = "; ".join(f"{kind} {cpu / PAIRS:.2f}" for kind, cpu in sorted(pg_split[mode].items()))
+            print(f"    PostgreSQL's CPU ms per batch by process, projector {mode}: {kinds}")
         return pairs
     finally:
         for proc, _, _ in servers.values():

@@ -7,8 +7,9 @@ On a fresh embedded PostgreSQL:
   pages, 4000 events), against the store's ``read_all`` (pages of 1000), the two alternating over
   three rounds (best of each, and each round's own ratio);
 * **follow**: the background runner's pattern under ingest — 100-event appends, one ``run_once()``
-  after each (a NOTIFY wake-up per append), then after every 5; CPU counted around the projector's
-  calls only.
+  after each (a NOTIFY wake-up per append), then after every 5, and (stored facts only) after every
+  36, ≈ 3,000 events: the batches the runner gathers under full load (``KWX_PROJECTOR_GATHER``);
+  CPU counted around the projector's calls only.
 
 ``KWX_BENCH_PROFILE=follow`` (one ``run_once`` per append), ``follow5`` (per 5 appends) or
 ``rebuild`` prints the top of a cProfile of that phase. ``KWX_BENCH_DUMP=1`` prints a hash of every
@@ -234,11 +235,13 @@ def run() -> None:
         # every event again as before (judge=None), each against the ingest path's own CPU
         folding = Projector(container.pool, store, engine, judge=None)
         folding.catch_up()
-        for per_run, tag in ((1, "c"), (5, "d"), (1, "e"), (5, "f")):
-            mode = "stored facts" if tag in "cd" else "folding    "
+        # "g": one run_once per 36 appends, ≈ 3,000 events — the live runner's batches under full
+        # load since it gathers (KWX_PROJECTOR_GATHER; bench_ingest prints 3,100–3,700 per batch)
+        for per_run, tag in ((1, "c"), (5, "d"), (1, "e"), (5, "f"), (36, "g")):
+            mode = "stored facts" if tag in "cdg" else "folding    "
             py, db, wakeups, applied = _follow(
                 store,
-                projector if tag in "cd" else folding,
+                projector if tag in "cdg" else folding,
                 tables,
                 tag,
                 per_run,
@@ -249,7 +252,7 @@ def run() -> None:
             print(f"follow, {mode}, run_once per {per_run} append(s) ({applied / wakeups:4.0f} events/run): "
                   f"projector {py / applied * 1e6:6.1f} µs/event, PostgreSQL {db / applied * 1e6:6.1f} "
                   f"µs/event; ingest path {INGEST[-1] * 1e6:6.1f} µs/event (this process + PostgreSQL): "
-                  f"projector_cpu {share:.0%} of it{' (goal <= 15%)' if tag in 'cd' else ''}")  # fmt: skip
+                  f"projector_cpu {share:.0%} of it{' (goal <= 15%)' if tag in 'cdg' else ''}")  # fmt: skip
         if tag == "f":  # the folding projector's tables: the stored-facts one catches up on them
             projector.catch_up()
 
