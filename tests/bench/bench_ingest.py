@@ -456,13 +456,14 @@ def _postgres_kind(cmdline: str) -> str:
 
 def postgres_by_kind(postgres: int) -> dict[str, float]:
     """PostgreSQL's CPU seconds so far by kind of process (:func:`_postgres_kind`); the postmaster's
-    own and every exited process's (its reaped children's time) as "postmaster and exited"."""
-    kinds: dict[str, float] = {"postmaster and exited": tree_cpu(postgres)}
+    own and every exited process's (its parent's reaped children's time) as "postmaster and
+    exited". The values sum to :func:`tree_cpu` of the postmaster, from one walk of /proc."""
+    kinds: dict[str, float] = {"postmaster and exited": process_cpu(postgres, reaped=True)}
     for pid in descendants(postgres):
-        cpu = process_cpu(pid)
+        own = process_cpu(pid)
         kind = _postgres_kind(_cmdline(pid))
-        kinds[kind] = kinds.get(kind, 0.0) + cpu
-        kinds["postmaster and exited"] -= cpu
+        kinds[kind] = kinds.get(kind, 0.0) + own
+        kinds["postmaster and exited"] += process_cpu(pid, reaped=True) - own
     return kinds
 
 
@@ -505,13 +506,15 @@ def _paired_on_off(
                 wait_quiet(pids)
                 children = sorted(descendants(proc.pid))
                 own = {pid: process_cpu(pid) for pid in children}
-                before = tree_cpu(proc.pid) + tree_cpu(postgres)
-                pg0, kinds0 = tree_cpu(postgres), postgres_by_kind(postgres)
+                kinds0 = postgres_by_kind(postgres)
+                kwx0 = tree_cpu(proc.pid)
                 bench_http(base, key, tables, clients, f"pair{mode}{r}")
                 wait_quiet(pids)
-                got[mode] = (tree_cpu(proc.pid) + tree_cpu(postgres) - before) / batches
-                split[mode]["postgres"] += (tree_cpu(postgres) - pg0) / batches
-                for kind, cpu in postgres_by_kind(postgres).items():
+                kwx1, kinds1 = tree_cpu(proc.pid), postgres_by_kind(postgres)
+                pg = sum(kinds1.values()) - sum(kinds0.values())
+                got[mode] = (kwx1 - kwx0 + pg) / batches
+                split[mode]["postgres"] += pg / batches
+                for kind, cpu in kinds1.items():
                     delta = (cpu - kinds0.get(kind, 0.0)) / batches
                     pg_split[mode][kind] = pg_split[mode].get(kind, 0.0) + delta
                 for pid in children:

@@ -8,7 +8,7 @@ On a fresh embedded PostgreSQL:
   three rounds (best of each, and each round's own ratio);
 * **follow**: the background runner's pattern under ingest — 100-event appends, one ``run_once()``
   after each (a NOTIFY wake-up per append), then after every 5, and (stored facts only) after every
-  36, ≈ 3,000 events: the batches the runner gathers under full load (``KWX_PROJECTOR_GATHER``);
+  36, ≈ 2,500 events: the size of the batches the runner gathers under full load (``KWX_PROJECTOR_GATHER``);
   CPU counted around the projector's calls only.
 
 ``KWX_BENCH_PROFILE=follow`` (one ``run_once`` per append), ``follow5`` (per 5 appends) or
@@ -235,8 +235,8 @@ def run() -> None:
         # every event again as before (judge=None), each against the ingest path's own CPU
         folding = Projector(container.pool, store, engine, judge=None)
         folding.catch_up()
-        # "g": one run_once per 36 appends, ≈ 3,000 events — the live runner's batches under full
-        # load since it gathers (KWX_PROJECTOR_GATHER; bench_ingest prints 3,100–3,700 per batch)
+        # "g": one run_once per 36 appends, ≈ 2,500 events — near the live runner's batches under
+        # full load since it gathers (KWX_PROJECTOR_GATHER; bench_ingest prints 3,100–3,700 per batch)
         for per_run, tag in ((1, "c"), (5, "d"), (1, "e"), (5, "f"), (36, "g")):
             mode = "stored facts" if tag in "cdg" else "folding    "
             py, db, wakeups, applied = _follow(

@@ -275,8 +275,8 @@ def test_queries_use_their_indexes(container: Any) -> None:
 
     with container.pool.connection() as conn:
         # SET LOCAL in the transaction, and on Citus passed on to the workers (each plans its own
-        # shard in EXPLAIN's remote transaction): without it a worker planned its shard with
-        # sequential scans allowed and, on an empty shard, drove the join from the other table.
+        # shard in EXPLAIN's remote transaction): a plain SET stays on the coordinator, and a worker
+        # whose shard held rows planned a sequential scan of proj_discovery_players (CI, 2 Dec).
         # On a single PostgreSQL the citus.* line only sets a placeholder.
         conn.execute("SET LOCAL citus.propagate_set_commands = 'local'")
         conn.execute("SET LOCAL enable_seqscan = off")
