@@ -85,9 +85,17 @@ _json_encode = msgspec.json.encode
 
 class MultiRowInsert:
     """``INSERT INTO table (cols) SELECT … FROM json_to_recordset(%s::json) AS r(col type, …)
-    [tail]``: many rows in one statement and one parameter — the rows encoded as one JSON array by
+    [tail]``: many rows in one statement — the rows' scalar columns encoded as one JSON array by
     msgspec — where ``executemany`` had psycopg adapt every value of every row in Python and
     PostgreSQL bind and execute the statement row by row.
+
+    A ``jsonb`` column travels apart, as a text array in PostgreSQL's binary format (``%b::text[]``,
+    one element per row: the value as msgspec encodes it, or NULL), zipped with the record set by
+    ``ROWS FROM`` and cast to ``jsonb``. Inside the JSON array, such a value was parsed three times
+    by the server — the array's ``json`` input, ``json_to_recordset`` walking it, and ``jsonb`` input
+    of the field — and a settlement's or a feed entry's document was most of what the read models
+    send (docs/projections.md §6, "What a read model's row costs"); apart, once. The stored
+    ``jsonb`` is the same: it is the same text's ``jsonb``.
 
     Rows are dicts (keys beyond ``keys`` are ignored); values are what msgspec encodes: str, int,
     None (SQL NULL), dict/list/Struct for JSONB columns, bytes for bytea. They go in in the order
@@ -103,22 +111,41 @@ class MultiRowInsert:
     ) -> None:
         self.table = table
         self.keys = tuple(keys)
-        types = [_record_type(table, k) for k in self.keys]
+        types = {k: _record_type(table, k) for k in self.keys}
+        # jsonb columns apart (a text array each), every other column in the JSON record
+        self.docs = tuple(k for k in self.keys if types[k][0] == "jsonb")
+        self.scalars = tuple(k for k in self.keys if k not in self.docs)
         extra = dict(computed or {})
         cols = ", ".join(f'"{k}"' for k in (*self.keys, *extra))
-        record = ", ".join(f'"{k}" {t}' for k, (t, _) in zip(self.keys, types, strict=True))
-        select = ", ".join([expr for _, expr in types] + list(extra.values()))
-        source = f"json_to_recordset(%s::json) AS r({record})"
-        if extra:
-            names = ", ".join(f'"{k}"' for k in self.keys)
-            source = f"ROWS FROM (json_to_recordset(%s::json) AS ({record})) WITH ORDINALITY AS r({names}, n)"
+        record = ", ".join(f'"{k}" {types[k][0]}' for k in self.scalars)
+        select = ", ".join(
+            [f'r."{k}"::jsonb' if k in self.docs else types[k][1] for k in self.keys] + list(extra.values())
+        )
+        if not self.docs and not extra:
+            source = f"json_to_recordset(%s::json) AS r({record})"
+        else:
+            names = ", ".join(f'"{k}"' for k in (*self.scalars, *self.docs))
+            arrays = "".join(", unnest(%b::text[])" for _ in self.docs)
+            ordinality = " WITH ORDINALITY" if extra else ""
+            source = (
+                f"ROWS FROM (json_to_recordset(%s::json) AS ({record}){arrays}){ordinality} "
+                f"AS r({names}{', n' if extra else ''})"
+            )
         self.text = f"INSERT INTO {table.name} ({cols}) SELECT {select} FROM {source}"
         if tail:
             self.text += " " + tail
 
     def execute(self, conn: psycopg.Connection[Any], rows: Sequence[Mapping[str, Any]]) -> None:
-        if rows:
+        if not rows:
+            return
+        if not self.docs:
             conn.execute(self.text, (_json_encode(rows).decode(),))
+            return
+        scalars = self.scalars
+        params: list[Any] = [_json_encode([{k: r[k] for k in scalars} for r in rows]).decode()]
+        for k in self.docs:
+            params.append([None if r[k] is None else _json_encode(r[k]).decode() for r in rows])
+        conn.execute(self.text, params)
 
 
 Connection = psycopg.Connection[Any]

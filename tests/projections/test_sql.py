@@ -104,6 +104,31 @@ def test_json_is_the_same_jsonb_as_psycopgs_adaptation(conn: psycopg.Connection[
     assert same == (True,)
 
 
+def test_documents_travel_apart_and_stay_in_step_with_their_rows(conn: psycopg.Connection[Any]) -> None:
+    """Each jsonb column goes as its own text array, zipped with the record set: two of them, with
+    NULLs, JSON scalars and a computed column of the rows' places, stay on their rows."""
+    table = Table(
+        "scratch_docs", MetaData(), Column("k", Text), Column("a", JSONB), Column("v", Integer),
+        Column("b", JSONB), Column("place", Integer),
+    )  # fmt: skip
+    conn.execute("CREATE TEMP TABLE scratch_docs (k text, a jsonb, v integer, b jsonb, place integer) "
+                 "ON COMMIT DROP")  # fmt: skip
+    rows = [
+        {"k": f"k{i}", "a": {"i": i, "s": f'"{i}" \\ 漏胡'} if i % 3 else None, "v": i,
+         "b": [i, "x"] if i % 4 else ("text" if i % 8 else 7)}
+        for i in range(50)
+    ]  # fmt: skip
+    stmt = MultiRowInsert(table, ["k", "a", "v", "b"], computed={"place": "r.n * 10"})
+    assert stmt.docs == ("a", "b")
+    stmt.execute(conn, rows)
+    got = conn.execute("SELECT k, a, v, b, place FROM scratch_docs ORDER BY place").fetchall()
+    assert got == [(r["k"], r["a"], r["v"], r["b"], (i + 1) * 10) for i, r in enumerate(rows)]
+    # a None is SQL NULL, a JSON scalar its jsonb
+    assert conn.execute("SELECT count(*) FROM scratch_docs WHERE a IS NULL").fetchone() == (17,)
+    assert conn.execute("SELECT b FROM scratch_docs WHERE k = 'k0'").fetchone() == (7,)
+    assert conn.execute("SELECT jsonb_typeof(b) FROM scratch_docs WHERE k = 'k4'").fetchone() == ("string",)
+
+
 def test_extra_keys_are_ignored(conn: psycopg.Connection[Any]) -> None:
     MultiRowInsert(SCRATCH, KEYS).execute(conn, [dict(_row(1), unrelated="x")])
     assert _stored(conn) == _expected([_row(1)])
