@@ -141,10 +141,12 @@ class MultiRowInsert:
         if not self.docs:
             conn.execute(self.text, (_json_encode(rows).decode(),))
             return
+        # a key a row lacks is NULL, as json_to_recordset makes a missing field
         scalars = self.scalars
-        params: list[Any] = [_json_encode([{k: r[k] for k in scalars} for r in rows]).decode()]
+        params: list[Any] = [_json_encode([{k: r.get(k) for k in scalars} for r in rows]).decode()]
         for k in self.docs:
-            params.append([None if r[k] is None else _json_encode(r[k]).decode() for r in rows])
+            docs = [r.get(k) for r in rows]
+            params.append([None if d is None else _json_encode(d).decode() for d in docs])
         conn.execute(self.text, params)
 
 

@@ -127,6 +127,9 @@ def test_documents_travel_apart_and_stay_in_step_with_their_rows(conn: psycopg.C
     assert conn.execute("SELECT count(*) FROM scratch_docs WHERE a IS NULL").fetchone() == (17,)
     assert conn.execute("SELECT b FROM scratch_docs WHERE k = 'k0'").fetchone() == (7,)
     assert conn.execute("SELECT jsonb_typeof(b) FROM scratch_docs WHERE k = 'k4'").fetchone() == ("string",)
+    # a key a row lacks is NULL, a document's as a scalar's
+    stmt.execute(conn, [{"k": "bare"}])
+    assert conn.execute("SELECT a, v, b FROM scratch_docs WHERE k = 'bare'").fetchone() == (None, None, None)
 
 
 def test_extra_keys_are_ignored(conn: psycopg.Connection[Any]) -> None:
