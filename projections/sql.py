@@ -62,11 +62,13 @@ def execute_many(
 
 
 def _record_type(table: Table, key: str) -> tuple[str, str]:
-    """(type in the record definition, SQL that turns ``r."key"`` into the column's value)."""
+    """(type in the record definition, SQL that turns ``r."key"`` into the column's value). A
+    ``jsonb`` column is not in the record: it arrives as text, in an array of its own
+    (:class:`MultiRowInsert`), and is cast."""
     t = table.c[key].type
     ref = f'r."{key}"'
     if isinstance(t, JSONB):
-        return "jsonb", ref
+        return "jsonb", f"{ref}::jsonb"
     if isinstance(t, Integer | BigInteger):
         return "int8", ref
     if isinstance(t, String | Text):
@@ -118,9 +120,7 @@ class MultiRowInsert:
         extra = dict(computed or {})
         cols = ", ".join(f'"{k}"' for k in (*self.keys, *extra))
         record = ", ".join(f'"{k}" {types[k][0]}' for k in self.scalars)
-        select = ", ".join(
-            [f'r."{k}"::jsonb' if k in self.docs else types[k][1] for k in self.keys] + list(extra.values())
-        )
+        select = ", ".join([types[k][1] for k in self.keys] + list(extra.values()))
         if not self.docs and not extra:
             source = f"json_to_recordset(%s::json) AS r({record})"
         else:
@@ -145,8 +145,7 @@ class MultiRowInsert:
         scalars = self.scalars
         params: list[Any] = [_json_encode([{k: r.get(k) for k in scalars} for r in rows]).decode()]
         for k in self.docs:
-            docs = [r.get(k) for r in rows]
-            params.append([None if d is None else _json_encode(d).decode() for d in docs])
+            params.append([None if (d := r.get(k)) is None else _json_encode(d).decode() for r in rows])
         conn.execute(self.text, params)
 
 
