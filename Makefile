@@ -51,7 +51,7 @@ test-under-load: $(STAMP) $(COMPILED)
 # TEST_DATABASE_URL at the coordinator, the servers stopped after. CITUS_DESELECT: tests whose own
 # tampering Citus refuses (ALTER TABLE … DISABLE TRIGGER on a distributed table — also how the facts
 # test makes events look stored before migration 0012 —, an UPDATE of events
-# with a STABLE expression, a correlated join of events with a coordinator table), and one test of a
+# with a STABLE expression, a correlated join of events with a coordinator table), and two tests of a
 # single PostgreSQL's plan (on a cluster the coordinator plans a distributed scan; each worker plans its shard).
 CITUS_TESTS ?= tests/citus_test_build.py tests/citus_test_cluster.py tests/citus_test_faults.py \
 	tests/service/test_store.py tests/service/test_store_layers.py tests/service/test_fast_append.py \
@@ -66,6 +66,7 @@ CITUS_TESTS ?= tests/citus_test_build.py tests/citus_test_cluster.py tests/citus
 	tests/service/test_heap.py tests/service/test_read_gate.py tests/service/test_health_ready.py tests/projections
 CITUS_DESELECT ?= \
 	--deselect tests/projections/test_log.py::test_the_facts_page_walks_the_log_order_index_and_puts_the_planner_back \
+	--deselect tests/projections/test_log.py::test_each_walk_of_the_facts_page_stops_at_the_page \
 	--deselect tests/projections/test_hand_reads.py::test_a_changed_event_breaks_its_hands_chain_only \
 	--deselect tests/projections/test_stored_facts.py::test_events_stored_before_facts_are_folded \
 	--deselect tests/projections/test_money_bounds.py::test_largest_ranges_through_every_read_model \

@@ -164,40 +164,6 @@ def test_the_facts_page_walks_the_log_order_index_and_puts_the_planner_back(
         assert (page[-1][2], page[-1][3]) == (walked[-1][2], walked[-1][3])  # and ends where read_page's does
 
 
-def test_each_walk_of_the_facts_page_stops_at_the_page(private_db: tuple[EventStore, str]) -> None:
-    """With the table analyzed (as autovacuum leaves it), a page of 100 from the start of a log of
-    5,000 events (this judge's, one in 20 with facts) and from its middle reads at most 100 index
-    entries in each of its walks: the last walk's index condition has the page's bound as its upper
-    end. (Joined to the bound, that walk read every event up to the fence — the whole rest of the
-    log for each page, quadratic in a rebuild.)"""
-    _, url = private_db
-    table = "bound-" + uuid.uuid4().hex[:8]
-    with psycopg.connect(url, prepare_threshold=None) as conn:
-        conn.execute(
-            "INSERT INTO events (tenant, table_id, version, event_id, type, body, hash, facts, judge) "
-            "SELECT 'acme', %s, v, 'e' || v, 'table_closed', '{\"type\": \"table_closed\"}', "
-            "decode(repeat('00', 32), 'hex'), CASE WHEN v %% 20 = 0 THEN '\\x90'::bytea END, %s "
-            "FROM generate_series(1, 5000) v",
-            (table, JUDGE),
-        )
-        conn.commit()
-        conn.execute("ANALYZE events")
-        conn.commit()
-        for start in (0, 2500):
-            last = _walk_lean(conn, 1000)[start - 1] if start else None  # the checkpoint: before it
-            epoch, tx_id, position = (last[7], last[3], last[2]) if last else (0, 0, 0)
-            params = {"judge": JUDGE, "epoch": epoch, "tx_id": str(tx_id), "position": position, "limit": 100}
-            with conn.transaction():
-                for statement in WALK_INDEX[:2]:
-                    conn.execute(statement)
-                row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + READ_FACTS_PAGE, params).fetchone()
-                conn.execute(WALK_INDEX[2])
-            assert row is not None
-            walks = [n for n in _nodes(row[0][0]["Plan"]) if n.get("Relation Name") == "events"]
-            read = [n["Actual Rows"] + n.get("Rows Removed by Filter", 0) for n in walks if n["Actual Loops"]]
-            assert read and max(read) <= 100, read
-
-
 def test_the_facts_page_passes_over_exactly_the_events_read_page_walks(
     private_db: tuple[EventStore, str],
 ) -> None:
@@ -239,3 +205,38 @@ def test_the_facts_page_passes_over_exactly_the_events_read_page_walks(
                     done += n
                     after = places[done - 1]
                 assert done == end
+
+
+def test_each_walk_of_the_facts_page_stops_at_the_page(private_db: tuple[EventStore, str]) -> None:
+    """With the table analyzed (as autovacuum leaves it), a page of 100 from the start of a log of
+    5,000 events (this judge's, one in 20 with facts) and from its middle reads at most 100 index
+    entries in each of its walks: the last walk's index condition has the page's bound as its upper
+    end. (Joined to the bound, that walk read every event up to the fence — the whole rest of the
+    log for each page, quadratic in a rebuild.) Last in this module: the other tests walk the whole
+    log of the module's database, which this one makes 5,000 events longer."""
+    _, url = private_db
+    table = "bound-" + uuid.uuid4().hex[:8]
+    with psycopg.connect(url, prepare_threshold=None) as conn:
+        conn.execute(
+            "INSERT INTO events (tenant, table_id, version, event_id, type, body, hash, facts, judge) "
+            "SELECT 'acme', %s, v, 'e' || v, 'table_closed', '{\"type\": \"table_closed\"}', "
+            "decode(repeat('00', 32), 'hex'), CASE WHEN v %% 20 = 0 THEN '\\x90'::bytea END, %s "
+            "FROM generate_series(1, 5000) v",
+            (table, JUDGE),
+        )
+        conn.commit()
+        conn.execute("ANALYZE events")
+        conn.commit()
+        for start in (0, 2500):
+            last = _walk_lean(conn, 1000)[start - 1] if start else None  # the checkpoint: before it
+            epoch, tx_id, position = (last[7], last[3], last[2]) if last else (0, 0, 0)
+            params = {"judge": JUDGE, "epoch": epoch, "tx_id": str(tx_id), "position": position, "limit": 100}
+            with conn.transaction():
+                for statement in WALK_INDEX[:2]:
+                    conn.execute(statement)
+                row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + READ_FACTS_PAGE, params).fetchone()
+                conn.execute(WALK_INDEX[2])
+            assert row is not None
+            walks = [n for n in _nodes(row[0][0]["Plan"]) if n.get("Relation Name") == "events"]
+            read = [n["Actual Rows"] + n.get("Rows Removed by Filter", 0) for n in walks if n["Actual Loops"]]
+            assert read and max(read) <= 100, read
