@@ -123,6 +123,19 @@ def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return [plan, *(n for child in plan.get("Plans", []) for n in _nodes(child))]
 
 
+def _page_scans(conn: psycopg.Connection[Any], params: dict[str, Any], analyze: bool) -> list[dict[str, Any]]:
+    """The plan nodes that scan ``events`` in the facts page's plan (run with ``ANALYZE``: with the
+    rows each read), planned as ``read_facts_page`` plans it: index walks on, the settings put back."""
+    with conn.transaction():
+        for statement in WALK_INDEX[:2]:
+            conn.execute(statement)
+        options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
+        row = conn.execute(f"EXPLAIN ({options}) " + READ_FACTS_PAGE, params).fetchone()
+        conn.execute(WALK_INDEX[2])
+    assert row is not None
+    return [n for n in _nodes(row[0][0]["Plan"]) if n.get("Relation Name") == "events"]
+
+
 def test_the_facts_page_walks_the_log_order_index_and_puts_the_planner_back(
     private_db: tuple[EventStore, str],
 ) -> None:
@@ -139,14 +152,7 @@ def test_the_facts_page_walks_the_log_order_index_and_puts_the_planner_back(
         conn.execute("ANALYZE events")
         conn.commit()
         params = {"judge": JUDGE, "epoch": 0, "tx_id": "0", "position": 0, "limit": 400}
-        with conn.transaction():
-            for statement in WALK_INDEX[:2]:
-                conn.execute(statement)
-            row = conn.execute("EXPLAIN (FORMAT JSON) " + READ_FACTS_PAGE, params).fetchone()
-            conn.execute(WALK_INDEX[2])
-        assert row is not None
-        nodes = _nodes(row[0][0]["Plan"])
-        scans = {(n["Node Type"], n.get("Index Name")) for n in nodes if n.get("Relation Name") == "events"}
+        scans = {(n["Node Type"], n.get("Index Name")) for n in _page_scans(conn, params, analyze=False)}
         # the count, the bound and the page: each a walk of the index, none a scan of the rest of the log
         assert scans <= {("Index Scan", "events_log_order"), ("Index Only Scan", "events_log_order")}, scans
         assert ("Index Scan", "events_log_order") in scans
@@ -231,12 +237,6 @@ def test_each_walk_of_the_facts_page_stops_at_the_page(private_db: tuple[EventSt
             last = _walk_lean(conn, 1000)[start - 1] if start else None  # the checkpoint: before it
             epoch, tx_id, position = (last[7], last[3], last[2]) if last else (0, 0, 0)
             params = {"judge": JUDGE, "epoch": epoch, "tx_id": str(tx_id), "position": position, "limit": 100}
-            with conn.transaction():
-                for statement in WALK_INDEX[:2]:
-                    conn.execute(statement)
-                row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + READ_FACTS_PAGE, params).fetchone()
-                conn.execute(WALK_INDEX[2])
-            assert row is not None
-            walks = [n for n in _nodes(row[0][0]["Plan"]) if n.get("Relation Name") == "events"]
+            walks = _page_scans(conn, params, analyze=True)
             read = [n["Actual Rows"] + n.get("Rows Removed by Filter", 0) for n in walks if n["Actual Loops"]]
             assert read and max(read) <= 100, read
