@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import struct
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 import structlog
 from psycopg import errors as pg_errors
+from psycopg import postgres
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from domain.events import Event
@@ -132,24 +137,60 @@ def plan(
     if batch.version - tip.snapshot_version >= snapshot_every:
         snapshot = engine.encode_state(batch.state)
         fact_ctx = stored_facts.encode_ctx(batch.ctx) if batch.ctx is not None else None
-    # The facts travel as the few that there are, with their 1-based indexes in the batch.
+    # The facts travel as the few that there are, with their 1-based indexes in the batch — as a
+    # bytea[] already in PostgreSQL's binary form and an int[] literal: psycopg's own list
+    # adaptation cost ≈ 45 µs per batch (docs/projections.md §6, "The ingest path, judged once").
     facts = facts_at = None
     if batch.facts:
         found = [(i, f) for i, f in enumerate(batch.facts, start=1) if f is not None]
-        facts_at, facts = [i for i, _ in found], [f for _, f in found]
+        if found:
+            facts_at, facts = _int_array([i for i, _ in found]), bytea_array([f for _, f in found])
     # The batch travels as three values, not 7 arrays of 100: the canonical bodies as one JSON
     # array (id and type are read back from them), the rulings as one JSON array (or NULL), and
     # the 32-byte hashes concatenated.
     params = {
         "t": table_id, "tenant": tenant, "old": tip.version, "new": batch.version,
         "hash": batch.last_hash, "snap": snapshot, "fctx": fact_ctx,
-        "facts": facts, "facts_at": facts_at, "judge": batch.judge, "unknown": batch.unknown,
+        "facts": facts, "facts_at": facts_at, "judge": batch.judge,
+        "unknown": _int_array(batch.unknown) if batch.unknown else None,
         "bodies": (b"[" + b",".join(batch.canon) + b"]").decode(),
         "rulings": _json_array(batch.ruling_texts) if batch.ruling_texts else None,
         "hashes": b"".join(batch.hashes),
     }  # fmt: skip
     return FastPlan(tenant, table_id, tip, batch, snapshot is not None, len(events),
                     CREATE if create else MOVE, params)  # fmt: skip
+
+
+class ByteaArray(bytes):
+    """A ``bytea[]`` parameter already in PostgreSQL's binary array format (:func:`bytea_array`);
+    sent as it is (``%b``)."""
+
+
+class _ByteaArrayDumper(Dumper):
+    format = Format.BINARY
+    oid = postgres.types["bytea"].array_oid
+
+    def dump(self, obj: Any) -> bytes:
+        return bytes(obj)
+
+
+psycopg.adapters.register_dumper(ByteaArray, _ByteaArrayDumper)
+
+_HEADER = struct.Struct(">iiiii")  # dimensions, has NULLs, element type, length, lower bound
+_LENGTH = struct.Struct(">i")
+
+
+def bytea_array(items: Sequence[bytes]) -> ByteaArray:
+    """``items`` (no NULLs) as a one-dimensional ``bytea[]`` in the binary array format: the header,
+    then each element as its length and its bytes."""
+    pack = _LENGTH.pack
+    head = _HEADER.pack(1, 0, postgres.types["bytea"].oid, len(items), 1)
+    return ByteaArray(head + b"".join(pack(len(b)) + b for b in items))
+
+
+def _int_array(items: Sequence[int]) -> str:
+    """An ``integer[]`` literal (``{1,5,9}``), cast by the statement: a str is sent as it is."""
+    return "{" + ",".join(map(str, items)) + "}"
 
 
 def run(pool: ConnectionPool, plan: FastPlan) -> int:

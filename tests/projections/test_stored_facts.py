@@ -373,3 +373,50 @@ def test_a_hand_starts_state_is_read_from_its_event_before_any_projector_ran(
             found = snapshots.latest(conn, tenant, "t", len(events))
             assert found is not None and found[0] == starts[-1]
             assert found[1] == engine.encode_state(engine.fold(events[: starts[-1]]))
+
+
+@pytest.mark.db
+def test_a_hand_starts_facts_are_stored_as_found_not_compressed(private_db: tuple[Any, str]) -> None:
+    """Migration 0016: the facts that carry a hand start's engine state (≈ 3.8 KB, past the ≈ 2 KB
+    TOAST threshold) are stored as they are, not pglz-compressed inside the append's statement; they
+    read back byte for byte."""
+    shared, url = private_db
+    tenant = "raw-" + uuid.uuid4().hex[:6]
+    shared.append(tenant, "t", 0, [convert(e) for e in simulated(8401, 2)])
+    with psycopg.connect(url) as conn:
+        options = conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'events'::regclass").fetchone()
+        rows = conn.execute(
+            "SELECT type, length(facts), pg_column_compression(facts) FROM events "
+            "WHERE tenant = %s AND facts IS NOT NULL ORDER BY version",
+            (tenant,),
+        ).fetchall()
+    assert options is not None and "toast_tuple_target=8160" in (options[0] or [])
+    starts = [(size, how) for kind, size, how in rows if kind == "hand_started"]
+    assert len(starts) == 2 and all(size > 2100 for size, _ in starts)  # past the TOAST threshold
+    assert [how for _, _, how in rows] == [None] * len(rows)  # none compressed
+    events = [decode(e.body) for e in shared.read_table(tenant, "t", 0, 10_000)]
+    first = next(v for v, e in enumerate(events, 1) if type(e).__name__ == "HandStarted")
+    from projections import snapshots
+
+    with psycopg.connect(url) as conn:
+        found = snapshots.latest(conn, tenant, "t", first)
+    assert found is not None and found[1] == engine.encode_state(engine.fold(events[:first]))
+
+
+@pytest.mark.db
+def test_the_facts_parameter_built_in_binary_reads_back_element_for_element(
+    private_db: tuple[Any, str],
+) -> None:
+    """The append sends an event batch's facts as a ``bytea[]`` it packs itself
+    (``services.store.fast.bytea_array``): PostgreSQL reads back every element, empty, binary and
+    long, in order."""
+    from services.store.fast import bytea_array
+
+    _, url = private_db
+    items = [b"", b"\x00\xff\x00", bytes(range(256)) * 40, b"x"]
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT %b::bytea[], (%b::bytea[])[array_position(%s::integer[], 7)]",
+            (bytea_array(items), bytea_array(items), "{5,6,7,9}"),
+        ).fetchone()
+    assert row is not None and row[0] == items and row[1] == items[2]
