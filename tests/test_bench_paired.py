@@ -1,6 +1,9 @@
-"""tests/bench/paired.py's pairing, ratios and verdicts (no timing: rates are given)."""
+"""tests/bench/paired.py's pairing, ratios and verdicts (no timing: rates are given), and the driver's
+clock of a database's PostgreSQL CPU."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -82,3 +85,32 @@ def test_equal_rates_are_within_noise_even_when_their_ratio_is_not_exactly_one()
     s = Summary("x", before=(156 / 0.3,), after=(156 / (0.1 + 0.2),))
     assert s.ratios != (1.0,)  # 0.3 and 0.1 + 0.2 differ in the last bit
     assert s.verdict == "within noise"
+
+
+def test_the_ingest_lines_are_also_compared_with_postgresqls_cpu() -> None:
+    assert paired.NAMES[:3] == ("ingest_store", "ingest_store_cpu", "ingest_store_db_cpu")
+    assert "ingest_http_db_cpu" in paired.NAMES and "fold_engine_db_cpu" not in paired.NAMES
+    assert paired.LABELS["ingest_store_db_cpu"].endswith("[cpu+pg]")
+
+
+@pytest.mark.db
+def test_the_database_clock_counts_only_the_named_databases_backends(
+    pg_cluster: Any, database_url: str
+) -> None:
+    """``paired_driver.database_cpu``: the CPU of the backends whose title names the database grows
+    with work on that database, and another database's work leaves it as it was."""
+    import psycopg
+
+    from tests.bench.paired_driver import database_cpu
+
+    other = pg_cluster.create_database("kwx_other")
+    work = "SELECT count(*) FROM generate_series(1, 3000000)"
+    with psycopg.connect(database_url) as mine, psycopg.connect(other) as theirs:
+        clock = database_cpu(database_url)
+        t0 = clock()
+        theirs.execute(work).fetchone()
+        t1 = clock()
+        mine.execute(work).fetchone()
+        t2 = clock()
+    assert t2 - t1 > 0.05  # the query's CPU, on this database's backend
+    assert t1 - t0 < (t2 - t1) / 5  # the other database's query is not counted

@@ -7,7 +7,9 @@ before and after: ingest and replay within noise of today (paired rounds)").
 Both commits' trees are materialised in a temporary folder (``git archive REF | tar -x``) and run
 with this clone's ``.venv`` (each tree first on ``PYTHONPATH``; the driver checks that the tree's own
 ``services``, ``domain`` and ``projections`` are the ones imported), both **engines interpreted**
-(``KWX_PURE_ENGINE=1``: the mypyc-compiled engine in ``.venv`` matches only the current sources).
+(``KWX_PURE_ENGINE=1``: the mypyc-compiled engine in ``.venv`` matches only the current sources);
+``--engine compiled`` runs both with that build instead — the service's own engine — which works
+only where both trees' ``domain/`` is the one it was built from (the driver refuses otherwise).
 One embedded PostgreSQL is started for the run; every round of either tree gets a fresh database
 on it, migrated by that tree's own migrations, dropped after the round. The workload is the same
 for both: ``T`` + 2 tables (2 warm-up) of ``H`` hands simulated once here (``domain.simulate``,
@@ -17,7 +19,9 @@ A pair is one round of each tree, each round a subprocess of its own (``paired_d
 measurement, its docstring). The pairs run one after the other, the order inside a pair
 alternating (before/after, then after/before, …), so a change of the machine's load hits both
 trees alike and a drift inside a pair cancels over the pairs. Per measurement: the median of each
-side (each round's figure the best of its R runs, by the clock and per CPU second), the median of
+side (each round's figure the best of its R runs, by the clock, per CPU second of the process
+doing kwx's work and — the two ingest lines — per CPU second of it and PostgreSQL's backends of the
+round's database), the median of
 the per-pair ratios after/before and their spread (min–max), the pairs where after was slower, the
 before side's own round-to-round spread ((max − min) / median), and a verdict: "within noise" when the
 ratios' range holds 1.0 or |median ratio − 1| ≤ the before side's spread, else "slower" or
@@ -64,8 +68,16 @@ MEASURES = (
     ("fold_engine", "replay: the engine's fold in memory"),
 )
 CLOCKS = (("", "wall"), ("_cpu", "cpu"))
-NAMES = tuple(key + suffix for key, _ in MEASURES for suffix, _ in CLOCKS)
-LABELS = {key + suffix: f"{label} [{clock}]" for key, label in MEASURES for suffix, clock in CLOCKS}
+# the ingest lines also per CPU second of kwx *and* the round database's PostgreSQL backends
+WITH_DB = ("ingest_store", "ingest_http")
+NAMES = tuple(
+    key + suffix
+    for key, _ in MEASURES
+    for suffix in (*(c for c, _ in CLOCKS), *(("_db_cpu",) if key in WITH_DB else ()))
+)
+LABELS = {key + suffix: f"{label} [{clock}]" for key, label in MEASURES for suffix, clock in CLOCKS} | {
+    key + "_db_cpu": f"{label} [cpu+pg]" for key, label in MEASURES if key in WITH_DB
+}
 
 
 # ------------------------------------------------------------------------------ pairing and verdict
@@ -180,13 +192,18 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, load average {load} ({uptime})"
 
 
-def one_round(tree: Path, url: str, events: Path, repeat: int) -> tuple[dict[str, Any] | None, str]:
+def one_round(
+    tree: Path, url: str, events: Path, repeat: int, engine: str = "interpreted"
+) -> tuple[dict[str, Any] | None, str]:
     """The driver's answer for one round of ``tree`` (None and the reason when it failed)."""
-    env = dict(os.environ, PYTHONPATH=str(tree), KWX_PURE_ENGINE="1")
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    env.pop("KWX_PURE_ENGINE", None)
+    if engine == "interpreted":
+        env["KWX_PURE_ENGINE"] = "1"
     env.pop("DATABASE_URL", None)
     proc = subprocess.run(
         [sys.executable, str(DRIVER), "--tree", str(tree), "--url", url, "--events", str(events),
-         "--repeat", str(repeat)],
+         "--repeat", str(repeat), "--engine", engine],
         cwd=tree, env=env, capture_output=True, text=True, timeout=3600, check=False,
     )  # fmt: skip
     lines = proc.stdout.strip().splitlines()
@@ -205,6 +222,9 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--tables", type=int, default=16)
     parser.add_argument("--hands", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement a round (the best)")
+    parser.add_argument("--engine", choices=("interpreted", "compiled"), default="interpreted",
+                        help="compiled: the service's mypyc build, for trees whose domain/ is the one it "
+                             "was built from (a round of another tree fails and says so)")  # fmt: skip
     args = parser.parse_args(list(argv))
     if min(args.rounds, args.tables, args.hands, args.repeat) < 1:
         parser.error("--rounds, --tables, --hands and --repeat must be at least 1")
@@ -221,8 +241,12 @@ def main(argv: Sequence[str]) -> int:
     if git("status", "--porcelain", "--untracked-files=no").stdout.strip() and args.after == "HEAD":
         print("        (this working tree has uncommitted changes: they are not measured)")
     print(f"machine: {machine()}")
-    print("both trees run with this clone's .venv, engines interpreted (KWX_PURE_ENGINE=1: the compiled "
-          "engine matches only the current sources)")  # fmt: skip
+    if args.engine == "interpreted":
+        print("both trees run with this clone's .venv, engines interpreted (KWX_PURE_ENGINE=1: the compiled "
+              "engine matches only the current sources)")  # fmt: skip
+    else:
+        print("both trees run with this clone's .venv and its compiled engine (--engine compiled: a tree "
+              "whose domain/ differs from the build's fails its rounds)")  # fmt: skip
 
     from services.db import ensure_database, start_embedded
 
@@ -250,7 +274,7 @@ def main(argv: Sequence[str]) -> int:
             name = f"paired_{side}_{k}"
             ensure_database(admin, name)
             started = time.perf_counter()
-            answer, why = one_round(trees[side], server.get_uri(name), events, args.repeat)
+            answer, why = one_round(trees[side], server.get_uri(name), events, args.repeat, args.engine)
             seconds = time.perf_counter() - started
             drop(admin, name)
             if answer is None:
@@ -264,8 +288,11 @@ def main(argv: Sequence[str]) -> int:
                       f"{meta['rulings']} rulings recorded on the {meta['events']:,} events")  # fmt: skip
             rulings[(k, side)] = answer["meta"].get("rulings", 0)
             got = answer["rates"]
-            rates = "  ".join(f"{key} {got[key]:,.0f} (cpu {got.get(key + '_cpu', 0):,.0f})"
-                              for key, _ in MEASURES if key in got)  # fmt: skip
+            rates = "  ".join(
+                f"{key} {got[key]:,.0f} (cpu {got.get(key + '_cpu', 0):,.0f}"
+                + (f", cpu+pg {got[key + '_db_cpu']:,.0f})" if key + "_db_cpu" in got else ")")
+                for key, _ in MEASURES if key in got
+            )  # fmt: skip
             print(f"  round {n + 1:2} pair {k + 1} {side:6} ({seconds:4.0f} s, migrate "
                   f"{answer['meta']['migrate_s']:.1f} s, load {os.getloadavg()[0]:.2f}): {rates}",
                   flush=True)  # fmt: skip
@@ -274,7 +301,8 @@ def main(argv: Sequence[str]) -> int:
         summaries = summarise(rounds, NAMES)
         print(f"machine after: {machine()}")
         print("events/s [wall]: by the clock; [cpu]: per CPU second of the process doing kwx's work (the "
-              "driver in process, kwx serve over HTTP; PostgreSQL's not counted)")  # fmt: skip
+              "driver in process, kwx serve over HTTP; PostgreSQL's not counted); [cpu+pg]: per CPU second "
+              "of that process and the round database's PostgreSQL backends")  # fmt: skip
         print("median of each side; after/before: median of the per-pair ratios [min–max]; slower: the "
               "pairs where after was slower; ± the before side's round-to-round spread (max - min) / "
               "median")  # fmt: skip

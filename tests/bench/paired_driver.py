@@ -1,7 +1,8 @@
 """One round of ``tests/bench/paired.py`` for one tree of kwx: run as a script (by its path), with that
-tree first on ``PYTHONPATH`` and as the working directory, ``KWX_PURE_ENGINE=1``.
+tree first on ``PYTHONPATH`` and as the working directory, ``KWX_PURE_ENGINE=1`` (``--engine
+compiled``: without it, and the tree's engine must then be the compiled build).
 
-``python tests/bench/paired_driver.py --tree DIR --url URL --events FILE [--repeat R]`` migrates
+``python tests/bench/paired_driver.py --tree DIR --url URL --events FILE [--repeat R] [--engine E]`` migrates
 the (fresh, empty) database at URL with the tree's own migrations (``services.bootstrap``), then
 measures, each after a short untimed warm-up (the file's first 2 tables) and run R times (3), the
 best run counting — by the clock, and per CPU second of the process doing kwx's work (this one
@@ -9,6 +10,10 @@ in process, ``kwx serve`` over HTTP; PostgreSQL's CPU is not counted):
 
 * ``ingest_store``: every table's events appended through the tree's ``EventStore.append`` in
   100-event batches, one thread (decoded beforehand, untimed), each run on new table ids; events/s;
+  also ``ingest_store_db_cpu``: events per CPU second of this process *and* the round database's
+  PostgreSQL backends (every process whose title names the database, ``/proc/<pid>/schedstat``) —
+  the ingest path's whole cost, where a change moves work between the two (``ingest_http_db_cpu``
+  the same for ``kwx serve``);
 * ``ingest_http``: the same events, under other table ids, ``POST /v1/tables/{id}/events`` to the
   tree's own ``kwx serve`` (1 worker, projector off), one keep-alive client (bodies encoded
   beforehand); events/s;
@@ -41,6 +46,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -92,8 +98,9 @@ class Adapter:
         return state
 
 
-def check_tree(tree: Path) -> dict[str, Any]:
-    """The tree's packages are the ones imported, and its engine is interpreted."""
+def check_tree(tree: Path, engine: str = "interpreted") -> dict[str, Any]:
+    """The tree's packages are the ones imported, and its engine is ``engine`` (interpreted, or the
+    compiled build: only when the tree's ``domain/`` is the one it was built from)."""
     import domain
     import projections
     import services
@@ -103,9 +110,14 @@ def check_tree(tree: Path) -> dict[str, Any]:
         where = Path(module.__file__ or "").resolve()
         if tree.resolve() not in where.parents:
             raise SystemExit(f"paired_driver: {module.__name__} came from {where}, not from {tree}")
-    if compiled_engine.active():
+    if engine == "interpreted" and compiled_engine.active():
         raise SystemExit("paired_driver: the compiled engine is active (KWX_PURE_ENGINE=1 was not set)")
-    return {"engine": "interpreted", "python": sys.version.split()[0]}
+    if engine == "compiled" and not compiled_engine.active():
+        raise SystemExit(
+            "paired_driver: --engine compiled, but this tree's engine is interpreted: its domain/ is not "
+            "the one .venv's compiled build was made from"
+        )
+    return {"engine": engine, "python": sys.version.split()[0]}
 
 
 def free_port() -> int:
@@ -130,12 +142,20 @@ def cpu_of(pid: int) -> Callable[[], float]:
 
 
 def best(
-    rates: dict[str, float], name: str, fn: Callable[[int], int], cpu: Callable[[], float], repeat: int
+    rates: dict[str, float],
+    name: str,
+    fn: Callable[[int], int],
+    cpu: Callable[[], float],
+    repeat: int,
+    db: Callable[[], float] | None = None,
 ) -> None:
     """``fn(r)`` for r = 0 … repeat − 1 (each returns the events it handled); ``rates[name]``: the best
     events/s by the clock, ``rates[name + "_cpu"]``: the best events per CPU second of the process
-    doing the work (``cpu``). Best of: on a shared machine the other work only ever slows a run."""
+    doing the work (``cpu``); with ``db`` (PostgreSQL's CPU seconds so far, read outside ``cpu``'s
+    interval: it walks /proc), ``rates[name + "_db_cpu"]``: per CPU second of both. Best of: on a
+    shared machine the other work only ever slows a run."""
     for r in range(repeat):
+        db_before = db() if db is not None else 0.0
         cpu_before = cpu()
         started = time.perf_counter()
         n = fn(r)
@@ -144,6 +164,34 @@ def best(
         rates[name] = max(rates.get(name, 0.0), wall)
         if used > 0:  # /proc counts in clock ticks (10 ms): a very short run may show none
             rates[name + "_cpu"] = max(rates.get(name + "_cpu", 0.0), n / used)
+        if db is not None and (both := used + db() - db_before) > 0:
+            rates[name + "_db_cpu"] = max(rates.get(name + "_db_cpu", 0.0), n / both)
+
+
+def database_cpu(url: str) -> Callable[[], float]:
+    """The CPU seconds (user + system, ns-exact from ``/proc/<pid>/schedstat``) used so far by the
+    live PostgreSQL processes of the database at ``url``: those whose title names it (``postgres:
+    user dbname host(port) state``; also its autovacuum workers). The round's database is its own,
+    so nothing else is counted; a backend that exited takes its CPU with it (the store's pool keeps
+    its connections for the round)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    needle = f" {conninfo_to_dict(url)['dbname']} ".encode()
+
+    def read() -> float:
+        total = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                title = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if title.startswith(b"postgres:") and needle in title:
+                    total += int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):  # exited meanwhile
+                continue
+        return total / 1e9
+
+    return read
 
 
 class Client:
@@ -210,8 +258,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--url", required=True)
     parser.add_argument("--events", type=Path, required=True)
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement (the best counts)")
+    parser.add_argument("--engine", choices=("interpreted", "compiled"), default="interpreted")
     args = parser.parse_args(argv)
-    meta = check_tree(args.tree)
+    meta = check_tree(args.tree, args.engine)
 
     from services.bootstrap import bootstrap
     from services.settings import Settings
@@ -223,7 +272,7 @@ def main(argv: list[str]) -> int:
     meta["migrate_s"] = round(time.perf_counter() - started, 2)
     rates: dict[str, float] = {}
     try:
-        measure = Round(container, tables, args.repeat, rates, meta)
+        measure = Round(container, tables, args.repeat, rates, meta, database_cpu(args.url))
         measure.in_process()
         measure.over_http(args.tree, args.url, args.events.with_name(f"serve-{os.getpid()}.out"))
     finally:
@@ -242,10 +291,12 @@ class Round:
         repeat: int,
         rates: dict[str, float],
         meta: dict[str, Any],
+        db: Callable[[], float] | None = None,
     ) -> None:
         from domain.events import convert
 
         self.container, self.repeat, self.rates, self.meta = container, repeat, rates, meta
+        self.db = db  # the round database's PostgreSQL CPU so far (database_cpu), for the ingest lines
         self.warm, self.tables = tables[:WARM], tables[WARM:]
         self.total = sum(len(t) for t in self.tables)
         self.decoded = [[convert(e) for e in events] for events in tables]
@@ -265,6 +316,10 @@ class Round:
         self.meta["rulings"] = rulings
         return sum(len(e) for e in which)
 
+    def append_runs(self, which: list[list[Any]], r: int) -> int:
+        """Run ``r`` of the in-process ingest: ``which`` appended under table ids of its own."""
+        return self.append(f"store{r}", which)
+
     def rebuild(self, ids: str, which: list[list[Any]]) -> int:
         for t, events in enumerate(which):
             state = self.adapter.rebuild(f"{ids}-{t}", len(events))
@@ -278,12 +333,12 @@ class Round:
         return sum(len(e) for e in which)
 
     def in_process(self) -> None:
-        """ingest_store (each run on new table ids), replay_store (the first run's tables), fold_engine."""
+        """ingest_store (each run on new table ids; also counting PostgreSQL's CPU), replay_store (the
+        first run's tables), fold_engine."""
         warm, timed_tables = self.decoded[:WARM], self.decoded[WARM:]
         self.append("warm-store", warm)
-        best(
-            self.rates, "ingest_store", lambda r: self.append(f"store{r}", timed_tables), own_cpu, self.repeat
-        )
+        runs = partial(self.append_runs, timed_tables)
+        best(self.rates, "ingest_store", runs, own_cpu, self.repeat, self.db)
         self.rebuild("warm-store", warm)
         best(self.rates, "replay_store", lambda r: self.rebuild("store0", timed_tables), own_cpu, self.repeat)
         self.fold(warm)
@@ -301,8 +356,9 @@ class Round:
         try:
             wait_healthy(port, proc)
             engine_line = next((x for x in said.read_text().splitlines() if "rules engine" in x), "")
-            if "interpreted" not in engine_line:
-                raise SystemExit(f"paired_driver: kwx serve's engine is not interpreted: {engine_line!r}")
+            want = "interpreted" if self.meta["engine"] == "interpreted" else "compiled"
+            if want not in engine_line:
+                raise SystemExit(f"paired_driver: kwx serve's engine is not {want}: {engine_line!r}")
             self.meta["serve_engine"] = engine_line.removeprefix("kwx: ")
             served = cpu_of(proc.pid)  # one process: 1 worker, serving in-process, no projector child
             self.http(port, served)
@@ -318,7 +374,7 @@ class Round:
         writer, reader = Client(port, self.platform), Client(port, self.support)
         post(writer, requests(self.warm, "warm-http"))
         runs = [requests(self.tables, f"http{r}") for r in range(self.repeat)]  # encoded before the clock
-        best(self.rates, "ingest_http", lambda r: post(writer, runs[r]), served, self.repeat)
+        best(self.rates, "ingest_http", lambda r: post(writer, runs[r]), served, self.repeat, self.db)
         writer.close()
         hands = [sum(1 for e in events if e["type"] == "hand_started") for events in self.warm + self.tables]
 
