@@ -166,9 +166,12 @@ class ByteaArray(bytes):
     sent as it is (``%b``)."""
 
 
+_BYTEA = postgres.types["bytea"]
+
+
 class _ByteaArrayDumper(Dumper):
     format = Format.BINARY
-    oid = postgres.types["bytea"].array_oid
+    oid = _BYTEA.array_oid
 
     def dump(self, obj: Any) -> bytes:
         return bytes(obj)
@@ -184,7 +187,7 @@ def bytea_array(items: Sequence[bytes]) -> ByteaArray:
     """``items`` (no NULLs) as a one-dimensional ``bytea[]`` in the binary array format: the header,
     then each element as its length and its bytes."""
     pack = _LENGTH.pack
-    head = _HEADER.pack(1, 0, postgres.types["bytea"].oid, len(items), 1)
+    head = _HEADER.pack(1, 0, _BYTEA.oid, len(items), 1)
     return ByteaArray(head + b"".join(pack(len(b)) + b for b in items))
 
 

@@ -46,7 +46,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -316,10 +315,6 @@ class Round:
         self.meta["rulings"] = rulings
         return sum(len(e) for e in which)
 
-    def append_runs(self, which: list[list[Any]], r: int) -> int:
-        """Run ``r`` of the in-process ingest: ``which`` appended under table ids of its own."""
-        return self.append(f"store{r}", which)
-
     def rebuild(self, ids: str, which: list[list[Any]]) -> int:
         for t, events in enumerate(which):
             state = self.adapter.rebuild(f"{ids}-{t}", len(events))
@@ -337,8 +332,14 @@ class Round:
         first run's tables), fold_engine."""
         warm, timed_tables = self.decoded[:WARM], self.decoded[WARM:]
         self.append("warm-store", warm)
-        runs = partial(self.append_runs, timed_tables)
-        best(self.rates, "ingest_store", runs, own_cpu, self.repeat, self.db)
+        best(
+            self.rates,
+            "ingest_store",
+            lambda r: self.append(f"store{r}", timed_tables),
+            own_cpu,
+            self.repeat,
+            self.db,
+        )
         self.rebuild("warm-store", warm)
         best(self.rates, "replay_store", lambda r: self.rebuild("store0", timed_tables), own_cpu, self.repeat)
         self.fold(warm)
