@@ -104,10 +104,8 @@ def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
 _INSERT = MultiRowInsert(
     feed,
     [c.name for c in feed.columns if c.name != "seq"],
-    computed={
-        "seq": f"coalesce((SELECT max(f.seq) FROM {feed.name} f WHERE f.tenant = r.tenant), 0) "
-        "+ row_number() OVER (PARTITION BY r.tenant ORDER BY r.n)"
-    },
+    computed={"seq": 'r."last" + row_number() OVER (PARTITION BY r.tenant ORDER BY r.n)'},
+    prior={"last": f"coalesce((SELECT max(f.seq) FROM {feed.name} f WHERE f.tenant = r.tenant), 0)"},
 )
 _NOTIFY = f"SELECT pg_notify('{CHANNEL}', t) FROM unnest(%s::text[]) AS t"
 

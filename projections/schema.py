@@ -21,7 +21,7 @@ from sqlalchemy import (
     Table,
     Text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import JSON, JSONB
 
 metadata = MetaData()
 
@@ -80,12 +80,13 @@ hand_settlements = Table(
     Column("end_kind", String(16), nullable=False),  # hu / exhausted / aborted
     Column("dealer", Integer, nullable=False),
     Column("next_dealer", Integer, nullable=False),
-    Column("players", JSONB, nullable=False),
-    Column("net", JSONB, nullable=False),
+    # json, not jsonb (migration 0017): stored as the projector wrote them, never queried inside
+    Column("players", JSON, nullable=False),
+    Column("net", JSON, nullable=False),
     Column("house", BigInteger, nullable=False),
     Column("settled_event", Integer, nullable=False),  # version at which the settlement was final
     Column("position", BigInteger, nullable=False),  # global position of that event
-    Column("settlement", JSONB, nullable=False),  # the CONTRACT.md §2 object
+    Column("settlement", JSON, nullable=False),  # the CONTRACT.md §2 object
 )
 
 ledger_entries = Table(
@@ -253,7 +254,7 @@ feed = Table(
     Column("kind", String(16), nullable=False),  # settlement | ruling | discrepancy | parked
     Column("table_id", String(64), nullable=False),
     Column("version", Integer, nullable=False),  # the table's event that gave the entry
-    Column("body", JSONB, nullable=False),
+    Column("body", JSON, nullable=False),  # json, not jsonb (migration 0017)
 )
 
 # projection name -> the tables it owns (emptied by a rebuild)

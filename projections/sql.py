@@ -11,8 +11,10 @@ import psycopg
 from psycopg.types.json import Jsonb
 from sqlalchemy import BigInteger, Date, Integer, LargeBinary, Numeric, String, Table, Text
 from sqlalchemy.dialects import postgresql as pg_dialects
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import JSON, JSONB
 from sqlalchemy.sql import ClauseElement
+
+from projections.arrays import text_array
 
 _DIALECT = pg_dialects.psycopg.dialect()  # type: ignore[attr-defined]
 
@@ -63,12 +65,14 @@ def execute_many(
 
 def _record_type(table: Table, key: str) -> tuple[str, str]:
     """(type in the record definition, SQL that turns ``r."key"`` into the column's value). A
-    ``jsonb`` column is not in the record: it arrives as text, in an array of its own
+    ``jsonb`` or ``json`` column is not in the record: it arrives as text, in an array of its own
     (:class:`MultiRowInsert`), and is cast."""
     t = table.c[key].type
     ref = f'r."{key}"'
     if isinstance(t, JSONB):
         return "jsonb", f"{ref}::jsonb"
+    if isinstance(t, JSON):  # (JSONB is a JSON too: tested first)
+        return "json", f"{ref}::json"
     if isinstance(t, Integer | BigInteger):
         return "int8", ref
     if isinstance(t, String | Text):
@@ -97,25 +101,40 @@ class MultiRowInsert:
     by the server — the array's ``json`` input, ``json_to_recordset`` walking it, and ``jsonb`` input
     of the field — and a settlement's or a feed entry's document was most of what the read models
     send (docs/projections.md §6, "What a read model's row costs"); apart, once. The stored
-    ``jsonb`` is the same: it is the same text's ``jsonb``.
+    ``jsonb`` is the same: it is the same text's ``jsonb``. A ``json`` column (the documents that are
+    only stored and read back whole: migration 0017) the same way: its input only checks the text,
+    which is stored as it came — msgspec's compact encoding, keys in the order written.
 
     Rows are dicts (keys beyond ``keys`` are ignored); values are what msgspec encodes: str, int,
-    None (SQL NULL), dict/list/Struct for JSONB columns, bytes for bytea. They go in in the order
+    None (SQL NULL), dict/list/Struct for json/jsonb columns, bytes for bytea. They go in in the order
     given (``json_to_recordset`` yields the array in order, so a serial column numbers them in that
     order). ``tail``: e.g. an ``ON CONFLICT`` clause; a ``DO UPDATE`` must not meet the same key
     twice in one call (PostgreSQL refuses), a ``DO NOTHING`` keeps the first.
 
     ``computed``: more columns, each with the SQL expression of its value, which may use the row's
-    columns (``r."key"``) and ``r.n``, the row's place in the call (1, 2, …)."""
+    columns (``r."key"``) and ``r.n``, the row's place in the call (1, 2, …).
+
+    ``prior``: values computed for every row *before the first row is inserted* (``r."name"`` in
+    ``computed``), for a subquery that reads the table being written — e.g. a tenant's last number.
+    In ``computed`` itself such a subquery runs as each row goes in, after a window's sort, so it
+    meets the rows this statement has already inserted: in the index, not visible to it, each one
+    fetched from the heap to be skipped — quadratic in the statement's rows (the feed's ``seq``:
+    ≈ 36 heap fetches per row for batches of ≈ 70; docs/projections.md §6). Here they are columns of
+    a subquery fenced by ``OFFSET 0``, which the window's sort reads to the end before it yields."""
 
     def __init__(
-        self, table: Table, keys: Sequence[str], tail: str = "", computed: Mapping[str, str] | None = None
+        self,
+        table: Table,
+        keys: Sequence[str],
+        tail: str = "",
+        computed: Mapping[str, str] | None = None,
+        prior: Mapping[str, str] | None = None,
     ) -> None:
         self.table = table
         self.keys = tuple(keys)
         types = {k: _record_type(table, k) for k in self.keys}
-        # jsonb columns apart (a text array each), every other column in the JSON record
-        self.docs = tuple(k for k in self.keys if types[k][0] == "jsonb")
+        # json and jsonb columns apart (a text array each), every other column in the JSON record
+        self.docs = tuple(k for k in self.keys if types[k][0] in ("json", "jsonb"))
         self.scalars = tuple(k for k in self.keys if k not in self.docs)
         extra = dict(computed or {})
         cols = ", ".join(f'"{k}"' for k in (*self.keys, *extra))
@@ -131,6 +150,9 @@ class MultiRowInsert:
                 f"ROWS FROM (json_to_recordset(%s::json) AS ({record}){arrays}){ordinality} "
                 f"AS r({names}{', n' if extra else ''})"
             )
+        if prior:
+            values = ", ".join(f'{sql} AS "{name}"' for name, sql in prior.items())
+            source = f"(SELECT r.*, {values} FROM {source} OFFSET 0) AS r"
         self.text = f"INSERT INTO {table.name} ({cols}) SELECT {select} FROM {source}"
         if tail:
             self.text += " " + tail
@@ -144,8 +166,8 @@ class MultiRowInsert:
         # a key a row lacks is NULL, as json_to_recordset makes a missing field
         scalars = self.scalars
         params: list[Any] = [_json_encode([{k: r.get(k) for k in scalars} for r in rows]).decode()]
-        for k in self.docs:
-            params.append([None if (d := r.get(k)) is None else _json_encode(d).decode() for r in rows])
+        for k in self.docs:  # packed by kwx (projections.arrays): psycopg's list dumping is per element
+            params.append(text_array([None if (d := r.get(k)) is None else _json_encode(d) for r in rows]))
         conn.execute(self.text, params)
 
 

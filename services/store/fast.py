@@ -14,23 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import struct
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import psycopg
 import structlog
 from psycopg import errors as pg_errors
-from psycopg import postgres
-from psycopg.adapt import Dumper
-from psycopg.pq import Format
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from domain.events import Event
 from projections import stored_facts
+from projections.arrays import bytea_array
 from projections.derive import FactCtx
 from services import tracing
 from services.db import RetryIfLost
@@ -159,36 +155,6 @@ def plan(
     }  # fmt: skip
     return FastPlan(tenant, table_id, tip, batch, snapshot is not None, len(events),
                     CREATE if create else MOVE, params)  # fmt: skip
-
-
-class ByteaArray(bytes):
-    """A ``bytea[]`` parameter already in PostgreSQL's binary array format (:func:`bytea_array`);
-    sent as it is (``%b``)."""
-
-
-_BYTEA = postgres.types["bytea"]
-
-
-class _ByteaArrayDumper(Dumper):
-    format = Format.BINARY
-    oid = _BYTEA.array_oid
-
-    def dump(self, obj: Any) -> bytes:
-        return bytes(obj)
-
-
-psycopg.adapters.register_dumper(ByteaArray, _ByteaArrayDumper)
-
-_HEADER = struct.Struct(">iiiii")  # dimensions, has NULLs, element type, length, lower bound
-_LENGTH = struct.Struct(">i")
-
-
-def bytea_array(items: Sequence[bytes]) -> ByteaArray:
-    """``items`` (no NULLs) as a one-dimensional ``bytea[]`` in the binary array format: the header,
-    then each element as its length and its bytes."""
-    pack = _LENGTH.pack
-    head = _HEADER.pack(1, 0, _BYTEA.oid, len(items), 1)
-    return ByteaArray(head + b"".join(pack(len(b)) + b for b in items))
 
 
 def _int_array(items: Sequence[int]) -> str:

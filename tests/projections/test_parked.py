@@ -131,7 +131,7 @@ def test_a_poison_event_is_parked_and_every_other_event_reaches_every_read_model
     booking = q(
         url,
         "SELECT DISTINCT settled_event FROM proj_hand_settlements WHERE table_id = %s AND EXISTS "
-        "(SELECT 1 FROM jsonb_array_elements(settlement -> 'transfers') t "
+        "(SELECT 1 FROM json_array_elements(settlement -> 'transfers') t "
         "WHERE (t ->> 'amount')::numeric <> 0) "
         "ORDER BY 1",
         poison,

@@ -408,9 +408,9 @@ def test_the_facts_parameter_built_in_binary_reads_back_element_for_element(
     private_db: tuple[Any, str],
 ) -> None:
     """The append sends an event batch's facts as a ``bytea[]`` it packs itself
-    (``services.store.fast.bytea_array``): PostgreSQL reads back every element, empty, binary and
+    (``projections.arrays.bytea_array``): PostgreSQL reads back every element, empty, binary and
     long, in order."""
-    from services.store.fast import bytea_array
+    from projections.arrays import bytea_array
 
     _, url = private_db
     items = [b"", b"\x00\xff\x00", bytes(range(256)) * 40, b"x"]
@@ -420,3 +420,26 @@ def test_the_facts_parameter_built_in_binary_reads_back_element_for_element(
             (bytea_array(items), bytea_array(items), "{5,6,7,9}"),
         ).fetchone()
     assert row is not None and row[0] == items and row[1] == items[2]
+
+
+@pytest.mark.db
+def test_the_documents_parameter_built_in_binary_reads_back_with_its_nulls(
+    private_db: tuple[Any, str],
+) -> None:
+    """The read models send their documents as a ``text[]`` packed the same way
+    (``projections.arrays.text_array``): UTF-8 text, an empty one and NULLs come back in place —
+    also cast to ``json`` as the writes do."""
+    from projections.arrays import bytea_array, text_array
+
+    _, url = private_db
+    items = ['{"a":"卡五星"}', None, "", '[1,2,{"b":null}]' * 1, None]
+    packed = text_array([None if t is None else t.encode() for t in items])
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT %b::text[], (SELECT array_agg(t::json::text ORDER BY i) FROM unnest(%b::text[]) "
+            "WITH ORDINALITY AS u(t, i) WHERE t <> ''), %b::bytea[]",
+            (packed, packed, bytea_array([b"\x01", None])),
+        ).fetchone()
+    assert row is not None and row[0] == items
+    assert row[1] == ['{"a":"卡五星"}', '[1,2,{"b":null}]']
+    assert row[2] == [b"\x01", None]
