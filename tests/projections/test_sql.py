@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 from sqlalchemy import BigInteger, Column, Integer, LargeBinary, MetaData, Numeric, String, Table, Text
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import JSON, JSONB
 
 from projections import ledger, player_stats
 from projections.player_stats import StatDelta
@@ -130,6 +130,69 @@ def test_documents_travel_apart_and_stay_in_step_with_their_rows(conn: psycopg.C
     # a key a row lacks is NULL, a document's as a scalar's
     stmt.execute(conn, [{"k": "bare"}])
     assert conn.execute("SELECT a, v, b FROM scratch_docs WHERE k = 'bare'").fetchone() == (None, None, None)
+
+
+def test_a_json_column_keeps_the_text_as_written(conn: psycopg.Connection[Any]) -> None:
+    """A ``json`` column (the settlement documents, migration 0017) travels as a ``jsonb`` one does,
+    and is stored as msgspec wrote it: compact, keys in the document's own order — where ``jsonb``
+    would have put shorter keys first."""
+    table = Table("scratch_json", MetaData(), Column("k", Text), Column("doc", JSON))
+    conn.execute("CREATE TEMP TABLE scratch_json (k text, doc json) ON COMMIT DROP")
+    stmt = MultiRowInsert(table, ["k", "doc"])
+    assert stmt.docs == ("doc",) and '"doc"::json' in stmt.text and "::jsonb" not in stmt.text
+    docs = [{"settlement": {"zz": 1, "a": [1, None, "卡五星"]}, "end": "hu"}, None, [3, {"b": 2, "a": 1}]]
+    stmt.execute(conn, [{"k": f"k{i}", "doc": d} for i, d in enumerate(docs)])
+    got = conn.execute("SELECT doc::text, doc FROM scratch_json ORDER BY k").fetchall()
+    assert [g[0] for g in got] == [
+        '{"settlement":{"zz":1,"a":[1,null,"卡五星"]},"end":"hu"}', None, '[3,{"b":2,"a":1}]'
+    ]
+    assert [g[1] for g in got] == docs
+
+
+def test_prior_values_are_computed_before_any_row_goes_in(conn: psycopg.Connection[Any]) -> None:
+    """A ``prior`` subquery reading the table being written (the feed's last ``seq`` per tenant) runs
+    before the first row is inserted: it never meets the statement's own new rows, which in the
+    row's projection it did — each probe fetched every row inserted before it from the heap to find
+    it invisible (quadratic: 60 rows, 1,770 heap fetches)."""
+    table = Table(
+        "scratch_seq", MetaData(), Column("tenant", Text), Column("body", JSON), Column("seq", BigInteger)
+    )
+    conn.execute(
+        "CREATE TEMP TABLE scratch_seq (tenant text, body json, seq bigint, PRIMARY KEY (tenant, seq)) "
+        "ON COMMIT DROP"
+    )
+    last = "coalesce((SELECT max(f.seq) FROM scratch_seq f WHERE f.tenant = r.tenant), 0)"
+    numbered = 'r."last" + row_number() OVER (PARTITION BY r.tenant ORDER BY r.n)'
+    stmt = MultiRowInsert(table, ["tenant", "body"], computed={"seq": numbered}, prior={"last": last})
+    rows = [{"tenant": "t" if i % 4 else "u", "body": {"i": i}} for i in range(60)]
+    stmt.execute(conn, rows[:5])  # the tenants' last numbers are 4 (t) and 1 (u)
+
+    def heap_fetches(plan: Any) -> int:
+        return int(plan.get("Heap Fetches", 0)) + sum(heap_fetches(p) for p in plan.get("Plans", ()))
+
+    explained = conn.execute(
+        "EXPLAIN (ANALYZE, FORMAT JSON) " + stmt.text,
+        _params(stmt, rows[5:]),
+    ).fetchone()
+    assert explained is not None
+    assert heap_fetches(explained[0][0]["Plan"]) <= 2 * len(rows)  # one probe per row, nothing more
+    got = conn.execute("SELECT tenant, seq, body ->> 'i' FROM scratch_seq ORDER BY tenant, seq").fetchall()
+    for tenant in ("t", "u"):
+        mine = [r for r in got if r[0] == tenant]
+        assert [r[1] for r in mine] == list(range(1, len(mine) + 1))  # dense, in the rows' order
+        assert [int(r[2]) for r in mine] == [i for i in range(60) if (i % 4 != 0) == (tenant == "t")]
+
+
+def _params(stmt: MultiRowInsert, rows: list[dict[str, Any]]) -> list[Any]:
+    """The parameters ``stmt.execute`` sends for ``rows`` (to run its text under EXPLAIN)."""
+    sent: list[Any] = []
+
+    class Recorder:
+        def execute(self, text: str, params: list[Any]) -> None:
+            sent.extend(params)
+
+    stmt.execute(Recorder(), rows)  # type: ignore[arg-type]
+    return sent
 
 
 def test_extra_keys_are_ignored(conn: psycopg.Connection[Any]) -> None:
