@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import shutil
 import socket
 import statistics
@@ -346,6 +347,7 @@ def run() -> None:
             print(f"COPY into a {label} table, 100-event tx: {max(runs):9,.0f} events/s (best of {REPEAT})")
 
         postgres = postmaster_pid(base_dir)
+        log_autovacuum(server.get_uri("postgres"))
         batches_per_run = sum(-(-len(t) // BATCH) for t in tables)
         many = int(os.environ.get("KWX_BENCH_CLIENTS", "4"))
         default = Settings.from_env().serving_workers()  # what `kwx serve` would run here
@@ -404,7 +406,9 @@ def run() -> None:
                         cpu_per_batch[projector] = (cpu[0] + cpu[1]) / batches
             finally:
                 stop(proc)
-        paired_cpu = _paired_on_off(server, tables=tables, clients=many, workers=default, postgres=postgres)
+        paired_cpu = _paired_on_off(
+            server, tables=tables, clients=many, workers=default, postgres=postgres, log=Path(server.log)
+        )
         for label, runs in copy_runs.items():
             print(f"COPY into a {label} table over all {len(runs)} rounds: best {max(runs):,.0f}, "
                   f"median {statistics.median(runs):,.0f}, lowest {min(runs):,.0f} events/s")  # fmt: skip
@@ -467,6 +471,43 @@ def postgres_by_kind(postgres: int) -> dict[str, float]:
     return kinds
 
 
+def log_autovacuum(admin_url: str) -> None:
+    """Have the server log every autovacuum run with its CPU (``log_autovacuum_min_duration = 0``):
+    :func:`autovacuum_cpu` reads them back by database."""
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET log_autovacuum_min_duration = 0")
+        conn.execute("SELECT pg_reload_conf()")
+
+
+_AUTOVACUUM_RUN = re.compile(r'LOG:  automatic (?:vacuum|analyze) of table "([^".]+)\.')
+_AUTOVACUUM_CPU = re.compile(r"system usage: CPU: user: ([0-9.]+) s, system: ([0-9.]+) s")
+
+
+def log_size(log: Path) -> int:
+    return log.stat().st_size if log.exists() else 0
+
+
+def autovacuum_cpu(log: Path, start: int, end: int | None = None) -> dict[str, float]:
+    """CPU seconds of the autovacuum runs the server logged between the byte offsets ``start`` and
+    ``end`` (None: the end of the log), by database. Each run is one message: its
+    ``automatic vacuum|analyze of table "db.schema.table"`` line, then, indented, its
+    ``system usage: CPU: user: … s, system: … s``."""
+    with log.open("rb") as f:
+        f.seek(start)
+        text = f.read(None if end is None else max(0, end - start)).decode(errors="replace")
+    out: dict[str, float] = {}
+    database: str | None = None
+    for line in text.splitlines():
+        if found := _AUTOVACUUM_RUN.search(line):
+            database = found.group(1)
+        elif database is not None and (cpu := _AUTOVACUUM_CPU.search(line)):
+            out[database] = out.get(database, 0.0) + float(cpu.group(1)) + float(cpu.group(2))
+            database = None
+    return out
+
+
 def _paired_on_off(
     server: Any,
     *,
@@ -474,6 +515,7 @@ def _paired_on_off(
     clients: int,
     workers: int,
     postgres: int,
+    log: Path,
 ) -> list[tuple[float, float]]:
     """The issue-16 CPU ratio from paired rounds: two ``kwx serve`` at once, each on a database of its
     own on the same PostgreSQL — the projector off on one, the default (projector child) on the
@@ -482,7 +524,14 @@ def _paired_on_off(
     ±30 % from one minute to the next) then moves both sides of a pair alike. Prints each side's
     CPU per batch, both sides' split by process (the HTTP workers, the projector child,
     PostgreSQL: where the read models' cost lands), and returns the (off, on) CPU ms per batch of
-    every pair."""
+    every pair.
+
+    Autovacuum is counted by database, from the server's log (:func:`autovacuum_cpu`): a round's
+    PostgreSQL CPU is what its processes used less the autovacuum runs logged during it, and each
+    side gets its own database's autovacuum over the whole phase, spread evenly over its rounds.
+    Counted as it lands instead, a run on the other side's database, or on the database the lines
+    above filled (analyzing a grown ``events`` costs ≈ 0.4 s), goes to whichever round is running:
+    the rounds as measured are printed too."""
     from services.db import ensure_database
 
     servers: dict[str, tuple[subprocess.Popen[bytes], str, str]] = {}
@@ -499,8 +548,13 @@ def _paired_on_off(
         split = {mode: {"workers": 0.0, "projector": 0.0, "postgres": 0.0} for mode in ("off", "on")}
         pg_split: dict[str, dict[str, float]] = {mode: {} for mode in ("off", "on")}
         pids = (servers["off"][0].pid, servers["on"][0].pid, postgres)
+        wait_quiet(pids)
+        phase_start = log_size(log)
+        measured: list[tuple[float, float]] = []  # (off, on) as the rounds' processes used it
+        rounds: list[dict[str, float]] = []  # each pair's CPU seconds without any autovacuum
         for r in range(PAIRS):
             got: dict[str, float] = {}
+            bare: dict[str, float] = {}
             for mode in ("off", "on"):
                 proc, base, key = servers[mode]
                 wait_quiet(pids)
@@ -508,24 +562,45 @@ def _paired_on_off(
                 own = {pid: process_cpu(pid) for pid in children}
                 kinds0 = postgres_by_kind(postgres)
                 kwx0 = tree_cpu(proc.pid)
+                start = log_size(log)
                 bench_http(base, key, tables, clients, f"pair{mode}{r}")
                 wait_quiet(pids)
                 kwx1, kinds1 = tree_cpu(proc.pid), postgres_by_kind(postgres)
+                during = sum(autovacuum_cpu(log, start).values())
                 pg = sum(kinds1.values()) - sum(kinds0.values())
                 got[mode] = (kwx1 - kwx0 + pg) / batches
-                split[mode]["postgres"] += pg / batches
+                bare[mode] = kwx1 - kwx0 + pg - during
+                split[mode]["postgres"] += (pg - during) / batches
                 for kind, cpu in kinds1.items():
                     delta = (cpu - kinds0.get(kind, 0.0)) / batches
                     pg_split[mode][kind] = pg_split[mode].get(kind, 0.0) + delta
                 for pid in children:
                     which = "projector" if "projections follow" in _cmdline(pid) else "workers"
                     split[mode][which] += (process_cpu(pid) - own[pid]) / batches
-            pairs.append((got["off"], got["on"]))
+            measured.append((got["off"], got["on"]))
+            rounds.append(bare)
+        wait_quiet(pids)
+        vacuumed = autovacuum_cpu(log, phase_start)
+        own_vacuum = {mode: vacuumed.get(f"bench_{mode}", 0.0) for mode in ("off", "on")}
+        for bare in rounds:  # each side with its own database's autovacuum, spread over its rounds
+            off, on = ((bare[m] + own_vacuum[m] / PAIRS) / batches for m in ("off", "on"))
+            pairs.append((off, on))
+        for mode in ("off", "on"):
+            split[mode]["postgres"] += own_vacuum[mode] / batches
         ratios = ", ".join(f"{on / off:.2f}" for off, on in sorted(pairs, key=lambda p: p[1] / p[0]))
         off_ms, on_ms = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
         print(f"paired rounds, {clients} clients, {workers} worker(s), projector off and on alternating "
               f"({PAIRS} pairs, a database each): CPU ms per batch (kwx serve with its children + "
               f"PostgreSQL) off {off_ms:.2f}, on {on_ms:.2f}; on / off per pair {ratios}")  # fmt: skip
+        others = sum(v for k, v in vacuumed.items() if k not in ("bench_off", "bench_on"))
+        all_batches = PAIRS * batches
+        raw = ", ".join(f"{on / off:.2f}" for off, on in sorted(measured, key=lambda p: p[1] / p[0]))
+        vacuum = {m: v / all_batches for m, v in own_vacuum.items()}
+        print(f"    autovacuum over the paired rounds, CPU ms per batch (from the server's log): bench_off "
+              f"{vacuum['off']:.2f}, bench_on {vacuum['on']:.2f} (each on its own side), other databases "
+              f"{others / all_batches:.2f} (left out); the rounds as measured, "
+              f"autovacuum wherever it landed: off {statistics.median(p[0] for p in measured):.2f}, on "
+              f"{statistics.median(p[1] for p in measured):.2f}, on / off per pair {raw}")  # fmt: skip
         off_split, on_split = ({k: v / PAIRS for k, v in split[m].items()} for m in ("off", "on"))
         print(f"    the default's CPU ms per batch by process: HTTP workers {on_split['workers']:.2f}, "
               f"projector child {on_split['projector']:.2f}, PostgreSQL {on_split['postgres']:.2f}; "
