@@ -100,3 +100,41 @@ def test_gathering_ends_after_gather_seconds_under_a_steady_stream(database_url:
     ``gather_seconds`` (1 s here: ≈ 5 batches in 5 s), never one batch per notification."""
     first, calls, sent = _calls_during_stream(database_url, gather=1.0)
     assert 3 <= calls - first <= 7 and calls - first < sent // 3, (first, calls, sent)
+
+
+def test_under_steady_appends_the_runner_stops_listening_and_listens_again(database_url: str) -> None:
+    """Notifications every 10 ms for 4 s (steady ingest), a 200 ms linger: once they have kept coming
+    for ``BUSY_LINGERS`` lingers the runner UNLISTENs for the rest of its gather (a notification
+    costs its backend a wake-up: ≈ 1 µs of PostgreSQL's CPU per event under full load), still
+    projecting at least once per gather; after the stream it LISTENs again before catching up, so a
+    single later notification wakes it — the poll (60 s) cannot."""
+    projector = CountingProjector()
+    runner = ProjectorRunner(projector, database_url, poll_seconds=60, linger_seconds=0.2,  # type: ignore[arg-type]
+                             gather_seconds=2.0)  # fmt: skip
+    runner.start()
+    try:
+        assert projector.called.wait(60), "the runner catches up once when it starts"
+        first = projector.calls
+        sent = 0
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            end = time.monotonic() + 4.0
+            while time.monotonic() < end:
+                conn.execute(f"NOTIFY {CHANNEL}, '{sent}'")
+                sent += 1
+                time.sleep(0.01)
+        assert runner.unlistens >= 1, (runner.unlistens, sent)
+        during = projector.calls - first
+        assert 1 <= during < sent // 10, (during, sent)  # batches per gather, not per notification
+        deadline = time.monotonic() + 60
+        while not runner._listening and time.monotonic() < deadline:  # the gather after the stream ends
+            time.sleep(0.01)
+        time.sleep(0.5)  # past the catch-up that follows the LISTEN
+        before, wakeups = projector.calls, runner.wakeups
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(f"NOTIFY {CHANNEL}, 'one'")
+        deadline = time.monotonic() + 60
+        while projector.calls == before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert projector.calls > before and runner.wakeups > wakeups
+    finally:
+        runner.stop()
