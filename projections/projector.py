@@ -638,17 +638,23 @@ class ProjectorRunner:
             log.warning("projector_listen_failed", error=str(exc))
             return None
 
-    def _relisten(self, listener: psycopg.Connection[Any] | None) -> None:
-        """LISTEN again after a gather that stopped listening (:meth:`_linger`) — before the
-        catch-up, so that an append committed after the catch-up's read still wakes the runner."""
-        if listener is None or listener.closed or self._listening:
-            return
+    def _set_listening(self, listener: psycopg.Connection[Any], on: bool) -> bool:
+        """``LISTEN`` (``on``) or ``UNLISTEN`` on the listener; False, the listener closed, if the
+        connection failed (the loop connects again)."""
         try:
-            listener.execute(f"LISTEN {CHANNEL}")
-            self._listening = True
+            listener.execute(f"{'LISTEN' if on else 'UNLISTEN'} {CHANNEL}")
         except psycopg.Error as exc:
             log.warning("projector_listen_lost", error=str(exc))
             listener.close()
+            return False
+        self._listening = on
+        return True
+
+    def _relisten(self, listener: psycopg.Connection[Any] | None) -> None:
+        """LISTEN again after a gather that stopped listening (:meth:`_linger`) — before the
+        catch-up, so that an append committed after the catch-up's read still wakes the runner."""
+        if listener is not None and not listener.closed and not self._listening:
+            self._set_listening(listener, True)
 
     def _run(self) -> None:
         listener = self._listen()
@@ -697,10 +703,10 @@ class ProjectorRunner:
 
         When appends are still coming :data:`BUSY_LINGERS` lingers after the wake-up (no quiet gap
         since: steady ingest, not a burst), the runner stops listening (``UNLISTEN``) and sleeps out
-        the gather: a notification costs its listener's
-        backend a wake-up and a message, and under full load one came per append — ≈ 1 µs of
-        PostgreSQL's CPU per ingested event, for wake-ups the runner only dropped (docs/projections.md
-        §6, "Listening less"). The loop LISTENs again before its next catch-up."""
+        the gather: a notification costs its listener's backend a wake-up and a message, and under
+        full load one came per append — ≈ 1 µs of PostgreSQL's CPU per ingested event, for wake-ups
+        the runner only dropped (docs/projections.md §6, "Listening less"). The loop LISTENs again
+        before its next catch-up."""
         if self.linger_seconds <= 0:
             return
         woken = time.monotonic()
@@ -711,13 +717,8 @@ class ProjectorRunner:
             if quiet <= 0 or not any(True for _ in listener.notifies(timeout=quiet, stop_after=1)):
                 break
             if self._listening and time.monotonic() >= steady:
-                try:
-                    listener.execute(f"UNLISTEN {CHANNEL}")
-                except psycopg.Error as exc:
-                    log.warning("projector_listen_lost", error=str(exc))
-                    listener.close()
+                if not self._set_listening(listener, False):
                     return
-                self._listening = False
                 self.unlistens += 1
                 while not self._stop.is_set() and (left := end - time.monotonic()) > 0:
                     self._stop.wait(min(left, 0.05))

@@ -60,6 +60,19 @@ def test_without_linger_the_runner_still_wakes_on_a_notification(database_url: s
     assert calls == first + 1
 
 
+def _notify_stream(database_url: str, seconds: float, spacing: float) -> int:
+    """A notification every ``spacing`` seconds for ``seconds``, each its own transaction (an append
+    each): how many were sent."""
+    sent = 0
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            conn.execute(f"NOTIFY {CHANNEL}, '{sent}'")
+            sent += 1
+            time.sleep(spacing)
+    return sent
+
+
 def _calls_during_stream(database_url: str, gather: float) -> tuple[int, int, int]:
     """A notification every 0.05 s for 5 s, each its own transaction (an append each), to a runner
     whose quiet gap (``linger_seconds``) is 2 s — forty times the stream's spacing — and whose
@@ -71,13 +84,7 @@ def _calls_during_stream(database_url: str, gather: float) -> tuple[int, int, in
     try:
         assert projector.called.wait(60), "the runner catches up once when it starts"
         first = projector.calls
-        sent = 0
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            end = time.monotonic() + 5.0
-            while time.monotonic() < end:
-                conn.execute(f"NOTIFY {CHANNEL}, '{sent}'")
-                sent += 1
-                time.sleep(0.05)
+        sent = _notify_stream(database_url, 5.0, 0.05)
         deadline = time.monotonic() + 60
         while projector.calls == first and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -115,13 +122,7 @@ def test_under_steady_appends_the_runner_stops_listening_and_listens_again(datab
     try:
         assert projector.called.wait(60), "the runner catches up once when it starts"
         first = projector.calls
-        sent = 0
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            end = time.monotonic() + 4.0
-            while time.monotonic() < end:
-                conn.execute(f"NOTIFY {CHANNEL}, '{sent}'")
-                sent += 1
-                time.sleep(0.01)
+        sent = _notify_stream(database_url, 4.0, 0.01)
         assert runner.unlistens >= 1, (runner.unlistens, sent)
         during = projector.calls - first
         assert 1 <= during < sent // 10, (during, sent)  # batches per gather, not per notification
