@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from projections.model import Fact, HandSettled, TableInfo
-from projections.schema import ledger_accounts, ledger_entries
+from projections.schema import ledger_entries
 from projections.sql import Connection, MultiRowInsert
 
 NAME = "ledger"
@@ -116,8 +116,8 @@ def rows(fact: Fact) -> list[Entry]:
 
 
 def write(conn: Connection, batch: list[Entry]) -> None:
-    """Book a batch: read the opening balances of the accounts it touches, append the entries with
-    running balances, and store the closing balances — all in the caller's transaction."""
+    """Book a batch: read the opening balances of the accounts it touches (each account's last
+    entry) and append the entries with running balances — in the caller's transaction."""
     if not batch:
         return
     keys = sorted({e.key for e in batch})
@@ -126,35 +126,21 @@ def write(conn: Connection, batch: list[Entry]) -> None:
     result = conn.execute(_OPENING, ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]))
     for tenant, kind, account, balance, n in result.fetchall():
         opening[(tenant, kind, account)] = (int(balance), int(n))
-    entry_rows, closing = with_balances(batch, opening)
+    entry_rows, _closing = with_balances(batch, opening)
     _ENTRIES_INSERT.execute(conn, entry_rows)
-    changed = [
-        {
-            "tenant": k[0],
-            "account_kind": k[1],
-            "account": k[2],
-            "balance": closing[k][0],
-            "entries": closing[k][1],
-        }
-        for k in keys
-    ]
-    _ACCOUNTS_UPSERT.execute(conn, changed)
 
 
+# An account's balance and number of entries are its last entry's running balance and seq (1, 2, …
+# per account, no gaps): one backward probe of the entries' key per account. (Until migration 0019
+# the projector kept them in a table of their own as well, upserted for every account a batch
+# touched; that table is now a view of this.)
 _OPENING = (
-    f"SELECT a.tenant, a.account_kind, a.account, a.balance, a.entries FROM {ledger_accounts.name} a "
-    "JOIN unnest(%s::text[], %s::text[], %s::text[]) AS k(tenant, account_kind, account) "
-    "ON a.tenant = k.tenant AND a.account_kind = k.account_kind AND a.account = k.account"
+    "SELECT k.tenant, k.account_kind, k.account, l.balance, l.seq "
+    "FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(tenant, account_kind, account) "
+    f"CROSS JOIN LATERAL (SELECT e.balance, e.seq FROM {ledger_entries.name} e "
+    "WHERE e.tenant = k.tenant AND e.account_kind = k.account_kind AND e.account = k.account "
+    "ORDER BY e.seq DESC LIMIT 1) l"
 )
 
-# entry_id (serial) numbers the entries in the order given, as the row-by-row inserts did
-_ENTRIES_INSERT = MultiRowInsert(
-    ledger_entries, [c.name for c in ledger_entries.columns if c.name != "entry_id"]
-)
-# keys are unique per batch (one row per account), as ON CONFLICT DO UPDATE requires
-_ACCOUNTS_UPSERT = MultiRowInsert(
-    ledger_accounts,
-    ["tenant", "account_kind", "account", "balance", "entries"],
-    "ON CONFLICT (tenant, account_kind, account) "
-    "DO UPDATE SET balance = excluded.balance, entries = excluded.entries",
-)
+# rows go in in the order given (each account's seq ascending, as with_balances numbers them)
+_ENTRIES_INSERT = MultiRowInsert(ledger_entries, [c.name for c in ledger_entries.columns])

@@ -89,14 +89,14 @@ hand_settlements = Table(
     Column("settlement", JSON, nullable=False),  # the CONTRACT.md §2 object
 )
 
+# Keyed (tenant, account_kind, account, seq) since migration 0019 (no serial entry_id).
 ledger_entries = Table(
     "proj_ledger_entries",
     metadata,
-    Column("entry_id", BigInteger, primary_key=True, autoincrement=True),
-    Column("tenant", Text, nullable=False),
-    Column("account", Text, nullable=False),  # a player id, or "house"
-    Column("account_kind", String(8), nullable=False),  # player / house
-    Column("seq", BigInteger, nullable=False),  # 1, 2, … per account
+    Column("tenant", Text, primary_key=True),
+    Column("account", Text, primary_key=True),  # a player id, or "house"
+    Column("account_kind", String(8), primary_key=True),  # player / house
+    Column("seq", BigInteger, primary_key=True),  # 1, 2, … per account, no gaps
     Column("amount", BigInteger, nullable=False),  # + credit, − debit
     Column("balance", BigInteger, nullable=False),  # running balance after this entry
     Column("counterparty", Text, nullable=False),
@@ -112,6 +112,8 @@ ledger_entries = Table(
     Column("position", BigInteger, nullable=False),
 )
 
+# A view since migration 0019: each account's last entry (its balance, and its seq as ``entries``).
+# The projector never writes it; the ledger's opening balances are read from the entries too.
 ledger_accounts = Table(
     "proj_ledger_accounts",
     metadata,
@@ -260,7 +262,7 @@ feed = Table(
 # projection name -> the tables it owns (emptied by a rebuild)
 OWNED: dict[str, tuple[Table, ...]] = {
     "hand_settlements": (hand_settlements,),
-    "ledger": (ledger_entries, ledger_accounts),
+    "ledger": (ledger_entries,),  # proj_ledger_accounts: a view of the entries (0019)
     "player_stats": (player_stats, player_patterns),
     "discrepancies": (discrepancies,),
     "snapshots": (snapshots,),

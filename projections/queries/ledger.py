@@ -9,7 +9,7 @@ from sqlalchemy import DateTime, String, column, select, table
 from sqlalchemy.dialects.postgresql import JSONB
 
 from projections import ledger
-from projections.schema import ledger_accounts, ledger_entries
+from projections.schema import ledger_entries
 from projections.sql import Connection, fetch
 
 # The store's events table, as far as an entry's times need it (projections never import services).
@@ -37,13 +37,14 @@ class LedgerPage:
 
     def __call__(self, conn: Connection) -> dict[str, Any] | None:
         e = ledger_entries.c
-        a = ledger_accounts.c
         ev = _EVENTS.c
+        # the balance and the number of entries: the account's last entry's (seq 1, 2, … no gaps)
         found = fetch(
             conn,
-            select(a.balance, a.entries).where(
-                a.tenant == self.tenant, a.account_kind == self.kind, a.account == self.account
-            ),
+            select(e.balance, e.seq)
+            .where(e.tenant == self.tenant, e.account_kind == self.kind, e.account == self.account)
+            .order_by(e.seq.desc())
+            .limit(1),
         )
         rows = fetch(
             conn,

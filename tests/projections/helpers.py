@@ -145,9 +145,8 @@ def reader_snapshots(conn: Any, table_ids: list[str] | None = None) -> list[tupl
 
 
 def dump_read_models(url: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every read model's rows on the database ``url`` in a stable order (the ledger's entries
-    without their serial ``entry_id``; snapshots as a reader finds them, as md5): to compare
-    incremental and rebuilt."""
+    """Every read model's rows on the database ``url`` in a stable order (snapshots as a reader
+    finds them, as md5): to compare incremental and rebuilt."""
     import psycopg
 
     entry_cols = (

@@ -257,6 +257,8 @@ def test_player_stats_upsert_accumulates_across_batches(container: Any) -> None:
 
 
 def test_ledger_accounts_carry_the_closing_balance_across_batches(container: Any) -> None:
+    """The next batch opens each account at its last entry (migration 0019: no accounts table),
+    and ``proj_ledger_accounts`` (a view) shows each account's closing balance and count."""
     tenant = "t-" + uuid.uuid4().hex[:10]
 
     def entry(account: str, amount: int, line: int) -> ledger.Entry:
@@ -275,7 +277,7 @@ def test_ledger_accounts_carry_the_closing_balance_across_batches(container: Any
         ).fetchall()
         entries = conn.execute(
             "SELECT account, seq, amount, balance, seat FROM proj_ledger_entries WHERE tenant = %s "
-            "ORDER BY entry_id",
+            "ORDER BY position, account, seq",
             (tenant,),
         ).fetchall()
     assert accounts == [("ann", 3, 3), ("bo", -5, 1)]

@@ -302,10 +302,10 @@ READ_MODELS = ("proj_hand_settlements", "proj_ledger_entries", "proj_ledger_acco
 
 
 def read_models(url: str) -> dict[str, list[str]]:
-    """Every read model's rows as sorted JSON (the ledger's entry_id, a sequence, left out)."""
+    """Every read model's rows as sorted JSON (``proj_ledger_accounts``: the view of the entries)."""
     with psycopg.connect(url) as conn:
         return {
-            name: sorted(r[0] for r in conn.execute(f"SELECT (to_jsonb(t) - 'entry_id')::text FROM {name} t"))
+            name: sorted(r[0] for r in conn.execute(f"SELECT to_jsonb(t)::text FROM {name} t"))
             for name in READ_MODELS
         }
 

@@ -39,7 +39,7 @@ def fresh_db(pg_cluster: Any, request: Any) -> str:
 
 
 def test_the_code_expects_the_last_migration() -> None:
-    assert migrate.heads() == ("0018",)
+    assert migrate.heads() == ("0019",)
 
 
 def test_live_answers_without_a_key(client: Any) -> None:
@@ -68,7 +68,7 @@ def test_ready_at_head_and_caught_up(fresh_db: str) -> None:
         assert body["status"] == "ready" and body["reasons"] == []
         checks = body["checks"]
         assert checks["database"] == "ok" and checks["migrations"] == "ok"
-        assert checks["schema_revision"] == checks["expected_revision"] == "0018"
+        assert checks["schema_revision"] == checks["expected_revision"] == "0019"
         assert checks["projections"] == "ok" and checks["lag_seconds"] == 0.0
         assert checks["max_lag_seconds"] == 60.0
 
