@@ -112,17 +112,8 @@ ledger_entries = Table(
     Column("position", BigInteger, nullable=False),
 )
 
-# A view since migration 0019: each account's last entry (its balance, and its seq as ``entries``).
-# The projector never writes it; the ledger's opening balances are read from the entries too.
-ledger_accounts = Table(
-    "proj_ledger_accounts",
-    metadata,
-    Column("tenant", Text, primary_key=True),
-    Column("account_kind", String(8), primary_key=True),
-    Column("account", Text, primary_key=True),
-    Column("balance", BigInteger, nullable=False),
-    Column("entries", BigInteger, nullable=False),
-)
+# proj_ledger_accounts is a view since migration 0019 (each account's last entry: its balance, and
+# its seq as ``entries``), for SQL readers; kwx reads an account's last entry itself (projections.ledger).
 
 STAT_COUNTERS: tuple[str, ...] = (
     "hands_played",
