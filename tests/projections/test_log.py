@@ -5,6 +5,7 @@ xids cross a power of ten — and it holds back events behind a transaction stil
 from __future__ import annotations
 
 import itertools
+import re
 import uuid
 from typing import Any
 
@@ -123,17 +124,38 @@ def _nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return [plan, *(n for child in plan.get("Plans", []) for n in _nodes(child))]
 
 
-def _page_scans(conn: psycopg.Connection[Any], params: dict[str, Any], analyze: bool) -> list[dict[str, Any]]:
+def _page_scans(
+    conn: psycopg.Connection[Any], params: dict[str, Any], analyze: bool, generic: bool = False
+) -> list[dict[str, Any]]:
     """The plan nodes that scan ``events`` in the facts page's plan (run with ``ANALYZE``: with the
-    rows each read), planned as ``read_facts_page`` plans it: index walks on, the settings put back."""
+    rows each read), planned as ``read_facts_page`` plans it: index walks on, the settings put back.
+    ``generic``: the plan for any values — the one a long-lived projector's connection runs: psycopg
+    prepares the page after its fifth run, the server plans it for its values five times more and
+    then keeps the generic plan (``plan_cache_mode = auto``; docs/projections.md §6, "Plans kept") —
+    the statement prepared with ``$n`` parameters and explained as ``EXECUTE``, since an ``EXPLAIN``
+    given values plans for those values."""
+    options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
     with conn.transaction():
         for statement in WALK_INDEX[:2]:
             conn.execute(statement)
-        options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
-        row = conn.execute(f"EXPLAIN ({options}) " + READ_FACTS_PAGE, params).fetchone()
+        if generic:
+            names = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", READ_FACTS_PAGE)))
+            text = re.sub(r"%\((\w+)\)s", lambda m: f"${names.index(m.group(1)) + 1}", READ_FACTS_PAGE)
+            conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            conn.execute("DEALLOCATE ALL")
+            conn.execute(f"PREPARE kwx_page AS {text}")
+            values = ", ".join(_literal(params[n]) for n in names)
+            row = conn.execute(f"EXPLAIN ({options}) EXECUTE kwx_page({values})").fetchone()
+            conn.execute("DEALLOCATE kwx_page")
+        else:
+            row = conn.execute(f"EXPLAIN ({options}) " + READ_FACTS_PAGE, params).fetchone()
         conn.execute(WALK_INDEX[2])
     assert row is not None
     return [n for n in _nodes(row[0][0]["Plan"]) if n.get("Relation Name") == "events"]
+
+
+def _literal(value: Any) -> str:
+    return str(value) if isinstance(value, int) else "'" + str(value).replace("'", "''") + "'"
 
 
 def test_the_facts_page_walks_the_log_order_index_and_puts_the_planner_back(
@@ -217,8 +239,9 @@ def test_each_walk_of_the_facts_page_stops_at_the_page(private_db: tuple[EventSt
     """With the table analyzed (as autovacuum leaves it), a page of 100 from the start of a log of
     5,000 events (this judge's, one in 20 with facts) and from its middle reads at most 100 index
     entries in each of its walks: the last walk's index condition has the page's bound as its upper
-    end. (Joined to the bound, that walk read every event up to the fence — the whole rest of the
-    log for each page, quadratic in a rebuild.) Last in this module: the other tests walk the whole
+    end — in the plan for the page's values and in the generic plan for any page alike. (Joined to
+    the bound, that walk read every event up to the fence — the whole rest of the log for each
+    page, quadratic in a rebuild.) Last in this module: the other tests walk the whole
     log of the module's database, which this one makes 5,000 events longer."""
     _, url = private_db
     table = "bound-" + uuid.uuid4().hex[:8]
@@ -237,6 +260,10 @@ def test_each_walk_of_the_facts_page_stops_at_the_page(private_db: tuple[EventSt
             last = _walk_lean(conn, 1000)[start - 1] if start else None  # the checkpoint: before it
             epoch, tx_id, position = (last[7], last[3], last[2]) if last else (0, 0, 0)
             params = {"judge": JUDGE, "epoch": epoch, "tx_id": str(tx_id), "position": position, "limit": 100}
-            walks = _page_scans(conn, params, analyze=True)
-            read = [n["Actual Rows"] + n.get("Rows Removed by Filter", 0) for n in walks if n["Actual Loops"]]
-            assert read and max(read) <= 100, read
+            for generic in (False, True):  # a connection's first pages, and its plan for every page after
+                walks = _page_scans(conn, params, analyze=True, generic=generic)
+                assert all(n.get("Index Name") == "events_log_order" for n in walks), walks
+                read = [
+                    n["Actual Rows"] + n.get("Rows Removed by Filter", 0) for n in walks if n["Actual Loops"]
+                ]
+                assert read and max(read) <= 100, (generic, read)
