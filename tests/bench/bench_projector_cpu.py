@@ -6,6 +6,9 @@ On a fresh embedded PostgreSQL:
 * **rebuild**: ``Projector.rebuild()`` of every read model over the whole log (the projector's
   pages, 4000 events), against the store's ``read_all`` (pages of 1000), the two alternating over
   three rounds (best of each, and each round's own ratio);
+* **models in-process**: the read models' own Python without a database — the stored facts
+  decoded, every model's ``rows`` and its ``write`` against a connection that takes the statements
+  (``_models_only``): repeatable within ≈ 5 %, the line to compare a change of the models' Python by;
 * **follow**: the background runner's pattern under ingest — 100-event appends, one ``run_once()``
   after each (a NOTIFY wake-up per append), then after every 5, and (stored facts only) after every
   36, ≈ 2,500 events: the size of the batches the runner gathers under full load (``KWX_PROJECTOR_GATHER``);
@@ -175,6 +178,89 @@ def _derive_only(tables: list[list[Any]]) -> None:
           f"rechecking {us['recheck']:5.2f} (decode + engine.step alone {us['step']:5.2f})")  # fmt: skip
 
 
+class _Recorded:
+    """A connection that takes the models' statements and answers none (no rows): what their
+    writes cost in Python — building and encoding the rows — without a database."""
+
+    class _Nothing:
+        def fetchall(self) -> list[Any]:
+            return []
+
+        def fetchone(self) -> None:
+            return None
+
+    statements = 0
+
+    def execute(self, query: Any, params: Any = None) -> Any:
+        self.statements += 1
+        return self._Nothing()
+
+
+def _models_only(tables: list[list[Any]], page: int = 2500) -> dict[str, float]:
+    """The read models' own Python, in-process and without a database: every event's facts as the
+    append stores them (``stored_facts.encode``), the tables interleaved in 100-event appends as the
+    live log is, then — as the projector does per page of ``page`` log events — the stored facts
+    decoded, every model's ``rows`` and its ``write`` against :class:`_Recorded`. Best of 5, all
+    models and each model alone (with the decode). Process CPU only, repeatable to ≈ 1 % where the
+    follow lines move ± 30 % with the machine: the line to compare a change of the models' Python by."""
+    import msgspec
+
+    from domain import engine
+    from projections import registry, stored_facts
+    from projections.derive import advance_row, new_ctx
+
+    per_table: list[list[bytes | None]] = []
+    for i, table in enumerate(tables):
+        ctx = new_ctx(engine, f"m{i}", "bench")
+        stored: list[bytes | None] = []
+        for v, event in enumerate(table, 1):
+            facts = advance_row(engine, ctx, msgspec.json.encode(event).decode(), None, v, v, 1)
+            stored.append(stored_facts.encode(facts) if facts else None)
+        per_table.append(stored)
+    log: list[tuple[int, bytes]] = []  # (log position, stored facts) of the events with facts
+    position, cursors = 0, [0] * len(per_table)
+    while any(c < len(t) for c, t in zip(cursors, per_table, strict=True)):
+        for i, stored in enumerate(per_table):
+            for data in stored[cursors[i] : cursors[i] + 100]:
+                position += 1
+                if data is not None:
+                    log.append((position, data))
+            cursors[i] += 100
+    pages: list[list[tuple[int, bytes]]] = [[] for _ in range(position // page + 1)]
+    for at, data in log:
+        pages[(at - 1) // page].append((at, data))
+
+    statements: dict[str, float] = {}
+
+    def once(names: tuple[str, ...]) -> float:
+        modules = [registry.BY_NAME[n] for n in names]
+        conn = _Recorded()
+        p0 = time.process_time()
+        for events in pages:
+            rows: list[list[Any]] = [[] for _ in modules]
+            for at, data in events:
+                facts = stored_facts.decode(data, at, 1, states=False)
+                for module, out in zip(modules, rows, strict=True):
+                    for fact in facts:
+                        out.extend(module.rows(fact))
+            for module, out in zip(modules, rows, strict=True):
+                if out:
+                    module.write(conn, out)
+        spent = time.process_time() - p0
+        statements[",".join(names)] = conn.statements
+        return spent
+
+    def best(names: tuple[str, ...]) -> float:
+        return min(once(names) for _ in range(5)) / position * 1e6
+
+    us = {"all": best(registry.NAMES)} | {name: best((name,)) for name in registry.NAMES}
+    alone = ", ".join(f"{name} {us[name]:.2f}" for name in registry.NAMES)
+    print(f"models in-process ({position} events, {len(log)} with facts, pages of {page}, no database, "
+          f"best of 5): decode + rows + writes' Python {us['all']:.2f} µs/event; each model alone "
+          f"with the decode: {alone}")  # fmt: skip
+    return us | {"statements": statements[",".join(registry.NAMES)], "with_facts": len(log)}
+
+
 def dump_hashes(pool: Any) -> dict[str, str]:
     """md5 of every ``proj_*`` table's rows (as text, sorted) and of the checkpoints."""
     with pool.connection() as conn:
@@ -213,6 +299,7 @@ def run() -> None:
 
     tables = _tables(TABLES, HANDS, "c")
     _derive_only(tables)
+    _models_only(tables)
     tables += _record_tables(RECORD, HANDS)
     total = sum(len(t) for t in tables)
     base_dir = Path(tempfile.mkdtemp(prefix="kwx-bench-pcpu-"))
