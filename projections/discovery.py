@@ -33,6 +33,7 @@ from typing import Any
 
 import msgspec
 
+from projections.arrays import texts
 from projections.discrepancies import rows as discrepancy_rows
 from projections.model import Fact, HandSettled, LouHuIncurred, SettlementCompared, SnapshotTaken
 from projections.sql import Connection, last_number
@@ -191,7 +192,7 @@ def _known(conn: Connection, tables: list[dict[str, Any]]) -> Known:
     table new to it (most batches have none: a table is new once)."""
     tenants = list(dict.fromkeys(t["tenant"] for t in tables))
     ids = list(dict.fromkeys(t["table_id"] for t in tables))
-    seqs = {(t, i): int(n) for t, i, n in conn.execute(_KNOWN, (tenants, ids)).fetchall()}
+    seqs = {(t, i): int(n) for t, i, n in conn.execute(_KNOWN, (texts(tenants), texts(ids))).fetchall()}
     new = dict.fromkeys(t["tenant"] for t in tables if (t["tenant"], t["table_id"]) not in seqs)
     return seqs, {t: last_number(conn, "proj_discovery_tables", "seq", t) for t in new}
 
@@ -218,7 +219,8 @@ def number(tables: list[dict[str, Any]], known: Known) -> list[dict[str, Any]]:
 # time, under its lock, as the discrepancy feed's feed_seq): a distributed table (a Citus cluster,
 # docs/SCALING.md) takes no correlated subquery beside json_to_recordset.
 _KNOWN = (
-    "SELECT tenant, table_id, seq FROM proj_discovery_tables WHERE tenant = ANY(%s) AND table_id = ANY(%s)"
+    "SELECT tenant, table_id, seq FROM proj_discovery_tables WHERE tenant = ANY(%b::text[]) "
+    "AND table_id = ANY(%b::text[])"
 )
 _TABLES_UPSERT = """
 INSERT INTO proj_discovery_tables AS t

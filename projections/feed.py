@@ -33,6 +33,7 @@ from typing import Any
 
 import msgspec
 
+from projections.arrays import texts
 from projections.model import Fact, HandSettled, RulingRecorded, SettlementCompared
 from projections.schema import feed
 from projections.sql import Connection, MultiRowInsert
@@ -96,7 +97,7 @@ def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
         return
     _INSERT.execute(conn, batch)
     tenants = sorted({r["tenant"] for r in batch})
-    conn.execute(_NOTIFY, (tenants,))
+    conn.execute(_NOTIFY, (texts(tenants),))
 
 
 # seq: 1, 2, … per tenant in the order the projector applies them (its batches run one at a time,
@@ -107,7 +108,7 @@ _INSERT = MultiRowInsert(
     computed={"seq": 'r."last" + row_number() OVER (PARTITION BY r.tenant ORDER BY r.n)'},
     prior={"last": f"coalesce((SELECT max(f.seq) FROM {feed.name} f WHERE f.tenant = r.tenant), 0)"},
 )
-_NOTIFY = f"SELECT pg_notify('{CHANNEL}', t) FROM unnest(%s::text[]) AS t"
+_NOTIFY = f"SELECT pg_notify('{CHANNEL}', t) FROM unnest(%b::text[]) AS t"
 
 
 def page(

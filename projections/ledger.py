@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from projections.arrays import texts
 from projections.model import Fact, HandSettled, TableInfo
 from projections.schema import ledger_entries
 from projections.sql import Connection, MultiRowInsert
@@ -123,7 +124,9 @@ def write(conn: Connection, batch: list[Entry]) -> None:
     keys = sorted({e.key for e in batch})
     opening: dict[tuple[str, str, str], tuple[int, int]] = {}
     # one statement text for any number of accounts (a compiled IN list differs per length)
-    result = conn.execute(_OPENING, ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]))
+    result = conn.execute(
+        _OPENING, (texts([k[0] for k in keys]), texts([k[1] for k in keys]), texts([k[2] for k in keys]))
+    )
     for tenant, kind, account, balance, n in result.fetchall():
         opening[(tenant, kind, account)] = (int(balance), int(n))
     entry_rows, _closing = with_balances(batch, opening)
@@ -136,7 +139,7 @@ def write(conn: Connection, batch: list[Entry]) -> None:
 # touched; that table is now a view of this.)
 _OPENING = (
     "SELECT k.tenant, k.account_kind, k.account, l.balance, l.seq "
-    "FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(tenant, account_kind, account) "
+    "FROM unnest(%b::text[], %b::text[], %b::text[]) AS k(tenant, account_kind, account) "
     f"CROSS JOIN LATERAL (SELECT e.balance, e.seq FROM {ledger_entries.name} e "
     "WHERE e.tenant = k.tenant AND e.account_kind = k.account_kind AND e.account = k.account "
     "ORDER BY e.seq DESC LIMIT 1) l"

@@ -443,3 +443,28 @@ def test_the_documents_parameter_built_in_binary_reads_back_with_its_nulls(
     assert row is not None and row[0] == items
     assert row[1] == ['{"a":"卡五星"}', '[1,2,{"b":null}]']
     assert row[2] == [b"\x01", None]
+
+
+@pytest.mark.db
+def test_the_lookup_keys_built_in_binary_find_what_a_list_finds(private_db: tuple[Any, str]) -> None:
+    """The projector's lookups (a batch's ledger accounts, discovery's tables, the feed's tenants)
+    send their keys as a ``text[]`` packed by ``projections.arrays.texts`` (psycopg's list adapter
+    looked at every element in Python): the same strings come back, and an ``= ANY`` over them
+    matches what the list matches."""
+    from projections.arrays import texts
+
+    _, url = private_db
+    keys = ["t-1", "卡五星", "", "with space", "a,b", '"quoted"', "{braces}", "NULL"]
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT %b::text[]", (texts(keys),)).fetchone()
+        assert row is not None and row[0] == keys
+        for probe in (keys, keys[:1], []):
+            packed = conn.execute(
+                "SELECT array_agg(k ORDER BY k) FROM unnest(%s::text[]) k WHERE k = ANY(%b::text[])",
+                (keys, texts(probe)),
+            ).fetchone()
+            listed = conn.execute(
+                "SELECT array_agg(k ORDER BY k) FROM unnest(%s::text[]) k WHERE k = ANY(%s::text[])",
+                (keys, probe),
+            ).fetchone()
+            assert packed == listed
