@@ -8,7 +8,8 @@ On a fresh embedded PostgreSQL:
   three rounds (best of each, and each round's own ratio);
 * **models in-process**: the read models' own Python without a database — the stored facts
   decoded, every model's ``rows`` and its ``write`` against a connection that takes the statements
-  (``_models_only``): repeatable within ≈ 5 %, the line to compare a change of the models' Python by;
+  (``_models_only``): within ≈ 5 % run after run while the machine's speed holds (the VM's own speed
+  moved it 2.3–4.7 between runs minutes apart: compare changes back to back), the line for the models' Python;
 * **follow**: the background runner's pattern under ingest — 100-event appends, one ``run_once()``
   after each (a NOTIFY wake-up per append), then after every 5, and (stored facts only) after every
   36, ≈ 2,500 events: the size of the batches the runner gathers under full load (``KWX_PROJECTOR_GATHER``);
@@ -201,8 +202,9 @@ def _models_only(tables: list[list[Any]], page: int = 2500) -> dict[str, float]:
     append stores them (``stored_facts.encode``), the tables interleaved in 100-event appends as the
     live log is, then — as the projector does per page of ``page`` log events — the stored facts
     decoded, every model's ``rows`` and its ``write`` against :class:`_Recorded`. Best of 5, all
-    models and each model alone (with the decode). Process CPU only, repeatable to ≈ 1 % where the
-    follow lines move ± 30 % with the machine: the line to compare a change of the models' Python by."""
+    models and each model alone (with the decode). Process CPU only: within ≈ 5 % run after run while
+    the machine's speed holds (the follow lines move ± 30 %); compare a change of the models' Python
+    back to back."""
     import msgspec
 
     from domain import engine
