@@ -77,4 +77,4 @@ def text_array(items: Sequence[bytes | None]) -> TextArray:
 
 def texts(items: Sequence[str]) -> TextArray:
     """Python strings as a one-dimensional ``text[]`` (no NULLs): the keys a statement looks up."""
-    return TextArray(_pack(_TEXT.oid, [i.encode() for i in items]))
+    return text_array([i.encode() for i in items])

@@ -124,9 +124,7 @@ def write(conn: Connection, batch: list[Entry]) -> None:
     keys = sorted({e.key for e in batch})
     opening: dict[tuple[str, str, str], tuple[int, int]] = {}
     # one statement text for any number of accounts (a compiled IN list differs per length)
-    result = conn.execute(
-        _OPENING, (texts([k[0] for k in keys]), texts([k[1] for k in keys]), texts([k[2] for k in keys]))
-    )
+    result = conn.execute(_OPENING, [texts(column) for column in zip(*keys, strict=True)])
     for tenant, kind, account, balance, n in result.fetchall():
         opening[(tenant, kind, account)] = (int(balance), int(n))
     entry_rows, _closing = with_balances(batch, opening)

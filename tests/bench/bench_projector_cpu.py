@@ -232,7 +232,7 @@ def _models_only(tables: list[list[Any]], page: int = 2500) -> dict[str, float]:
     for at, data in log:
         pages[(at - 1) // page].append((at, data))
 
-    statements: dict[str, float] = {}
+    statements: dict[str, int] = {}  # by the models' names joined
 
     def once(names: tuple[str, ...]) -> float:
         modules = [registry.BY_NAME[n] for n in names]
