@@ -31,12 +31,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import msgspec
-
 from projections.arrays import texts
 from projections.discrepancies import rows as discrepancy_rows
 from projections.model import Fact, HandSettled, LouHuIncurred, SettlementCompared, SnapshotTaken
-from projections.sql import Connection, last_number
+from projections.schema import discovery_hands, discovery_players, discovery_tables
+from projections.sql import Connection, MultiRowInsert, last_number
 
 NAME = "discovery"
 
@@ -132,7 +131,6 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
     return []
 
 
-_json_encode = msgspec.json.encode
 _HAND_FIELDS = ("ordinal", "start_event", "end_event", "dealer", "end_kind", "winners", "net", "at")
 
 
@@ -177,11 +175,9 @@ def write(conn: Connection, batch: list[dict[str, Any]]) -> None:
     tables, hands = merge(batch)
     if tables:
         players = number(tables, _known(conn, tables))
-        conn.execute(_TABLES_UPSERT, (_json_encode(tables).decode(),))
-        if players:
-            conn.execute(_PLAYERS_INSERT, (_json_encode(players).decode(),))
-    if hands:
-        conn.execute(_HANDS_UPSERT, (_json_encode(hands).decode(),))
+        _TABLES_UPSERT.execute(conn, tables)
+        _PLAYERS_INSERT.execute(conn, players)
+    _HANDS_UPSERT.execute(conn, hands)
 
 
 Known = tuple[dict[tuple[str, str], int], dict[str, int]]  # (seq of a known table, tenant's greatest)
@@ -222,36 +218,29 @@ _KNOWN = (
     "SELECT tenant, table_id, seq FROM proj_discovery_tables WHERE tenant = ANY(%b::text[]) "
     "AND table_id = ANY(%b::text[])"
 )
-_TABLES_UPSERT = """
-INSERT INTO proj_discovery_tables AS t
-  (tenant, table_id, seq, players, preset, hands, first_at, last_at, flags)
-SELECT r.tenant, r.table_id, r.seq, r.players, r.preset, r.hands, r.first_at, r.last_at, r.flags
-FROM json_to_recordset(%s::json) AS r(tenant text, table_id text, seq int8, players jsonb, preset text,
-     hands int4, first_at timestamptz, last_at timestamptz, flags int4)
-ON CONFLICT (tenant, table_id) DO UPDATE SET
-  hands = t.hands + excluded.hands, flags = t.flags | excluded.flags,
-  first_at = least(t.first_at, excluded.first_at), last_at = greatest(t.last_at, excluded.last_at)
-"""
 
-_PLAYERS_INSERT = """
-INSERT INTO proj_discovery_players (tenant, player_id, seq, table_id)
-SELECT r.tenant, r.player_id, r.seq, r.table_id
-FROM json_to_recordset(%s::json) AS r(tenant text, player_id text, seq int8, table_id text)
-ON CONFLICT DO NOTHING
-"""
+# The documents (a table's players, a hand's winners and net) travel apart from the record set, as
+# MultiRowInsert sends them: each parsed once by the server, not three times inside the JSON.
+_TABLES_UPSERT = MultiRowInsert(
+    discovery_tables,
+    ["tenant", "table_id", "seq", "players", "preset", "hands", "first_at", "last_at", "flags"],
+    "ON CONFLICT (tenant, table_id) DO UPDATE SET "
+    "hands = proj_discovery_tables.hands + excluded.hands, "
+    "flags = proj_discovery_tables.flags | excluded.flags, "
+    "first_at = least(proj_discovery_tables.first_at, excluded.first_at), "
+    "last_at = greatest(proj_discovery_tables.last_at, excluded.last_at)",
+)
 
-_HANDS_UPSERT = """
-INSERT INTO proj_discovery_hands AS h
-  (tenant, table_id, hand, ordinal, start_event, end_event, dealer, end_kind, winners, net, flags, at)
-SELECT r.tenant, r.table_id, r.hand, r.ordinal, r.start_event, r.end_event, r.dealer, r.end_kind,
-       r.winners, r.net, r.flags, r.at
-FROM json_to_recordset(%s::json) AS r(tenant text, table_id text, hand int4, ordinal int4,
-     start_event int4, end_event int4, dealer int4, end_kind text, winners jsonb, net jsonb,
-     flags int4, at timestamptz)
-ON CONFLICT (tenant, table_id, hand) DO UPDATE SET
-  ordinal = coalesce(excluded.ordinal, h.ordinal),
-  start_event = coalesce(excluded.start_event, h.start_event),
-  end_event = coalesce(excluded.end_event, h.end_event), dealer = coalesce(excluded.dealer, h.dealer),
-  end_kind = coalesce(excluded.end_kind, h.end_kind), winners = coalesce(excluded.winners, h.winners),
-  net = coalesce(excluded.net, h.net), flags = h.flags | excluded.flags, at = coalesce(excluded.at, h.at)
-"""
+_PLAYERS_INSERT = MultiRowInsert(
+    discovery_players, ["tenant", "player_id", "seq", "table_id"], "ON CONFLICT DO NOTHING"
+)
+
+_HANDS_UPSERT = MultiRowInsert(
+    discovery_hands,
+    ["tenant", "table_id", "hand", *_HAND_FIELDS, "flags"],
+    "ON CONFLICT (tenant, table_id, hand) DO UPDATE SET "
+    + ", ".join(
+        f"{f} = coalesce(excluded.{f}, proj_discovery_hands.{f})" for f in _HAND_FIELDS if f != "flags"
+    )
+    + ", flags = proj_discovery_hands.flags | excluded.flags",
+)

@@ -189,7 +189,7 @@ def merge(deltas: list[StatDelta]) -> dict[Key, StatDelta]:
 
 _SLOT = {name: i for i, name in enumerate(STAT_COUNTERS)}  # a counter's place in a row's values
 _WIDTH = len(STAT_COUNTERS)
-_COLUMNS = ("tenant", "player_id", "preset", "day", *STAT_COUNTERS, "max_multiplier")
+_VALUES = (*STAT_COUNTERS, "max_multiplier")  # a row's values after its key, in _sums' order
 
 
 def _sums(batch: list[StatDelta]) -> tuple[dict[Key, list[int]], Counter[tuple[str, str, str, str]]]:
@@ -217,13 +217,23 @@ def _sums(batch: list[StatDelta]) -> tuple[dict[Key, list[int]], Counter[tuple[s
     return sums, patterns
 
 
+def _row(key: Key, values: list[int]) -> dict[str, object]:
+    """A key's upsert row: its counters and maximum that are not 0 (the statement takes a counter
+    left out as 0: ``MultiRowInsert``'s ``zeros``) — a hand moves ≈ 5 of a player's 28."""
+    row: dict[str, object] = {"tenant": key[0], "player_id": key[1], "preset": key[2], "day": key[3]}
+    for name, n in zip(_VALUES, values, strict=True):
+        if n:
+            row[name] = n
+    return row
+
+
 def write(conn: Connection, batch: list[StatDelta]) -> None:
     if not batch:
         return
     # the batch's day rows, then its totals (every delta, with a day or not) as the TOTAL rows
     sums, patterns = _sums(batch)
     order = sorted(sums, key=lambda k: (k[3] == TOTAL, k))
-    _STATS_UPSERT.execute(conn, [dict(zip(_COLUMNS, (*key, *sums[key]), strict=True)) for key in order])
+    _STATS_UPSERT.execute(conn, [_row(key, sums[key]) for key in order])
     pattern_rows = [
         {"tenant": t, "player_id": player, "preset": preset, "pattern": p, "wins": n}
         for (t, player, preset, p), n in sorted(patterns.items())
@@ -235,8 +245,9 @@ def write(conn: Connection, batch: list[StatDelta]) -> None:
 # maximum stays the maximum.
 _STATS_UPSERT = MultiRowInsert(
     player_stats,
-    ["tenant", "player_id", "preset", "day", *STAT_COUNTERS, "max_multiplier"],
-    "ON CONFLICT (tenant, player_id, preset, day) DO UPDATE SET "
+    ["tenant", "player_id", "preset", "day", *_VALUES],
+    zeros=_VALUES,
+    tail="ON CONFLICT (tenant, player_id, preset, day) DO UPDATE SET "
     + ", ".join(f"{c} = {player_stats.name}.{c} + excluded.{c}" for c in STAT_COUNTERS)
     + f", max_multiplier = greatest({player_stats.name}.max_multiplier, excluded.max_multiplier)",
 )

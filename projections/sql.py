@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import psycopg
 from psycopg.types.json import Jsonb
-from sqlalchemy import BigInteger, Date, Integer, LargeBinary, Numeric, String, Table, Text
+from sqlalchemy import BigInteger, Date, DateTime, Integer, LargeBinary, Numeric, String, Table, Text
 from sqlalchemy.dialects import postgresql as pg_dialects
 from sqlalchemy.dialects.postgresql import JSON, JSONB
 from sqlalchemy.sql import ClauseElement
@@ -79,6 +79,8 @@ def _record_type(table: Table, key: str) -> tuple[str, str]:
         return "text", ref
     if isinstance(t, Date):  # msgspec encodes a date as YYYY-MM-DD
         return "date", ref
+    if isinstance(t, DateTime):  # and an aware datetime as RFC 3339
+        return ("timestamptz" if t.timezone else "timestamp"), ref
     if isinstance(t, LargeBinary):  # msgspec encodes bytes as base64
         return "text", f"decode({ref}, 'base64')"
     if isinstance(t, Numeric):
@@ -114,6 +116,11 @@ class MultiRowInsert:
     ``computed``: more columns, each with the SQL expression of its value, which may use the row's
     columns (``r."key"``) and ``r.n``, the row's place in the call (1, 2, …).
 
+    ``zeros``: integer columns a row may leave out when they are 0 (``coalesce(r."key", 0)``): a
+    row of counters most of which a batch leaves at 0 (the player statistics' 28) sends only the
+    others — a third of the JSON, and ``json_to_recordset`` hashes only the fields sent
+    (docs/projections.md §6, "Counters sent sparse").
+
     ``prior``: values computed for every row *before the first row is inserted* (``r."name"`` in
     ``computed``), for a subquery that reads the table being written — e.g. a tenant's last number.
     In ``computed`` itself such a subquery runs as each row goes in, after a window's sort, so it
@@ -129,10 +136,15 @@ class MultiRowInsert:
         tail: str = "",
         computed: Mapping[str, str] | None = None,
         prior: Mapping[str, str] | None = None,
+        zeros: Sequence[str] = (),
     ) -> None:
         self.table = table
         self.keys = tuple(keys)
         types = {k: _record_type(table, k) for k in self.keys}
+        for k in zeros:
+            if types[k][0] != "int8":
+                raise TypeError(f"{table.name}.{k}: only an integer column is 0 when left out")
+            types[k] = ("int8", f'coalesce(r."{k}", 0)')
         # json and jsonb columns apart (a text array each), every other column in the JSON record
         self.docs = tuple(k for k in self.keys if types[k][0] in ("json", "jsonb"))
         self.scalars = tuple(k for k in self.keys if k not in self.docs)

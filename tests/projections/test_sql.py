@@ -211,6 +211,31 @@ def test_on_conflict_do_nothing_keeps_the_first(conn: psycopg.Connection[Any]) -
     ]
 
 
+def test_integer_columns_left_out_are_zero(conn: psycopg.Connection[Any]) -> None:
+    """``zeros``: a row may leave out such a column (or send null) and it is stored as 0, beside
+    rows that send it; only an integer column may be one."""
+    stmt = MultiRowInsert(SCRATCH, KEYS, zeros=("n", "big"))
+    rows = [_row(1), {k: v for k, v in _row(2).items() if k not in ("n", "big")}, _row(3, n=None, big=-7)]
+    stmt.execute(conn, rows)
+    assert [(r[0], r[1], r[2]) for r in _stored(conn)] == [("k1", 1, 2**40 + 1), ("k2", 0, 0), ("k3", 0, -7)]
+    with pytest.raises(TypeError, match="note"):
+        MultiRowInsert(SCRATCH, KEYS, zeros=("note",))
+
+
+def test_player_stats_rows_send_only_what_is_not_zero() -> None:
+    """A key's upsert row names its key and the counters (and maximum) the batch moved, nothing
+    else: the statement takes the others as 0."""
+    key = ("t", "ann", "default", player_stats.TOTAL)
+    values = [0] * (len(STAT_COUNTERS) + 1)
+    values[STAT_COUNTERS.index("wins")] = 2
+    values[STAT_COUNTERS.index("net_coins")] = -15
+    values[-1] = 4
+    assert player_stats._row(key, values) == {
+        "tenant": "t", "player_id": "ann", "preset": "default", "day": player_stats.TOTAL,
+        "wins": 2, "net_coins": -15, "max_multiplier": 4,
+    }  # fmt: skip
+
+
 def test_player_stats_upsert_accumulates_across_batches(container: Any) -> None:
     tenant = "t-" + uuid.uuid4().hex[:10]
 
