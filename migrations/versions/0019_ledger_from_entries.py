@@ -58,7 +58,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     role = _role()
-    op.execute(f"""
+    op.execute("""
         CREATE TABLE proj_ledger_accounts_0018 (
             tenant        text NOT NULL,
             account_kind  varchar(8) NOT NULL,
