@@ -63,7 +63,8 @@ CITUS_TESTS ?= tests/citus_test_build.py tests/citus_test_cluster.py tests/citus
 	tests/service/test_workers.py tests/service/test_serve_projector.py tests/service/test_restore.py \
 	tests/service/test_faults_db.py tests/service/test_metrics.py tests/service/test_cli.py \
 	tests/service/test_push.py tests/service/test_read_pool.py tests/service/test_collation.py \
-	tests/service/test_heap.py tests/service/test_read_gate.py tests/service/test_health_ready.py tests/projections
+	tests/service/test_heap.py tests/service/test_read_gate.py tests/service/test_health_ready.py \
+	tests/service/test_migration_0020.py tests/projections
 CITUS_DESELECT ?= \
 	--deselect tests/projections/test_log.py::test_the_facts_page_walks_the_log_order_index_and_puts_the_planner_back \
 	--deselect tests/projections/test_log.py::test_each_walk_of_the_facts_page_stops_at_the_page \

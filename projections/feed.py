@@ -3,7 +3,9 @@ per thing an integrator reacts to, numbered 1, 2, … per tenant (``seq``: the f
 
 Kinds (``kind``), each with the table and the table's event (``version``) that gave it:
 
-* ``settlement``: a hand's end, its §2 settlement (the ``hand_settlements`` row's fields);
+* ``settlement``: a hand's end, its §2 settlement (:func:`settlement_body`). The only copy kwx keeps
+  of a settled hand's §2 object: ``proj_hand_settlements`` is a view of these entries (migration
+  0020);
 * ``ruling``: an event stored with a recorded rule violation (``violations: record``): its rule,
   kind, messages and detail;
 * ``discrepancy``: a ``settlement_reported`` that differs from the computed settlement (the
@@ -49,14 +51,7 @@ def _row(info: Any, version: int, kind: str, body: dict[str, Any]) -> dict[str, 
 
 def rows(fact: Fact) -> list[dict[str, Any]]:
     if isinstance(fact, HandSettled):
-        from projections.hand_settlements import rows as settlement_rows
-
-        out = []
-        for r in settlement_rows(fact):
-            body = {k: r[k] for k in ("ordinal", "hand", "preset", "end_kind", "dealer", "next_dealer",
-                                      "players", "net", "house", "settlement")}  # fmt: skip
-            out.append(_row(fact.info, fact.at.version, "settlement", body))
-        return out
+        return [_row(fact.info, fact.at.version, "settlement", settlement_body(fact))]
     if isinstance(fact, SettlementCompared):
         from projections.discrepancies import rows as discrepancy_rows
 
@@ -71,6 +66,19 @@ def rows(fact: Fact) -> list[dict[str, Any]]:
                 "message": fact.message, "message_zh": fact.message_zh, "detail": fact.detail}  # fmt: skip
         return [_row(fact.info, fact.at.version, "ruling", body)]
     return []
+
+
+def settlement_body(fact: HandSettled) -> dict[str, Any]:
+    """A settled hand's entry: its ordinal on the table (1, 2, … settlements in order), hand, preset,
+    end, dealer and next dealer, players by seat, net by seat, the house's coins and the CONTRACT.md
+    §2 object (every pattern's and transfer's ``detail`` with it), in this order — the order of the
+    stored text (``json``) and of ``proj_hand_settlements``' columns."""
+    s, info = fact.settlement, fact.info
+    return {
+        "ordinal": fact.ordinal, "hand": s.hand, "preset": info.preset, "end_kind": s.end,
+        "dealer": s.dealer, "next_dealer": s.next_dealer, "players": list(info.players), "net": list(s.net),
+        "house": s.house, "settlement": msgspec.to_builtins(s),
+    }  # fmt: skip
 
 
 def parked_rows(parks: Any) -> list[dict[str, Any]]:

@@ -1,11 +1,10 @@
 """A model's rows of the last fact, given again for the same fact (by identity).
 
 The projector hands each fact to every read model in turn, and some models build their rows from
-another's (the feed's settlement entry is the ``hand_settlements`` row; the discovery and feed
-models need a report's comparison from ``discrepancies``). :func:`last_fact` keeps the last fact's
-rows, held by reference so that an identity check is safe (the fact cannot be freed and its id
-reused), and gives them again, never changed by a reader: the projector only extends its own lists
-with them, and the writes only encode them.
+another's (the discovery and feed models need a report's comparison from ``discrepancies``).
+:func:`last_fact` keeps the last fact's rows, held by reference so that an identity check is safe
+(the fact cannot be freed and its id reused), and gives them again, never changed by a reader: the
+projector only extends its own lists with them, and the writes only encode them.
 """
 
 from __future__ import annotations

@@ -69,24 +69,24 @@ log_epochs = Table(
     Column("last_position", BigInteger, nullable=False),
 )
 
+# A view since migration 0020: the feed's settlement entries (projections/feed.py), one row per
+# settled hand, the columns the table had but ``position``. Read with SQL only; nothing writes it.
 hand_settlements = Table(
     "proj_hand_settlements",
     metadata,
-    Column("tenant", Text, primary_key=True),
-    Column("table_id", String(64), primary_key=True),
-    Column("ordinal", Integer, primary_key=True),  # 1, 2, … settlements of the table in order
-    Column("hand", Integer, nullable=False),
-    Column("preset", Text, nullable=False),
-    Column("end_kind", String(16), nullable=False),  # hu / exhausted / aborted
-    Column("dealer", Integer, nullable=False),
-    Column("next_dealer", Integer, nullable=False),
-    # json, not jsonb (migration 0017): stored as the projector wrote them, never queried inside
-    Column("players", JSON, nullable=False),
-    Column("net", JSON, nullable=False),
-    Column("house", BigInteger, nullable=False),
-    Column("settled_event", Integer, nullable=False),  # version at which the settlement was final
-    Column("position", BigInteger, nullable=False),  # global position of that event
-    Column("settlement", JSON, nullable=False),  # the CONTRACT.md §2 object
+    Column("tenant", Text),
+    Column("table_id", Text),
+    Column("ordinal", Integer),  # 1, 2, … settlements of the table in order
+    Column("hand", Integer),
+    Column("preset", Text),
+    Column("end_kind", String(16)),  # hu / exhausted / aborted
+    Column("dealer", Integer),
+    Column("next_dealer", Integer),
+    Column("players", JSON),
+    Column("net", JSON),
+    Column("house", BigInteger),
+    Column("settled_event", Integer),  # the feed entry's version: the event that made it final
+    Column("settlement", JSON),  # the CONTRACT.md §2 object
 )
 
 # Keyed (tenant, account_kind, account, seq) since migration 0019 (no serial entry_id).
@@ -252,7 +252,6 @@ feed = Table(
 
 # projection name -> the tables it owns (emptied by a rebuild)
 OWNED: dict[str, tuple[Table, ...]] = {
-    "hand_settlements": (hand_settlements,),
     "ledger": (ledger_entries,),  # proj_ledger_accounts: a view of the entries (0019)
     "player_stats": (player_stats, player_patterns),
     "discrepancies": (discrepancies,),

@@ -39,8 +39,7 @@ DISTRIBUTED = {
     "table_heads",
     "events",
     "proj_table_snapshots",
-    "proj_hand_settlements",
-    "proj_discovery_hands",
+    "proj_discovery_hands",  # (0013 distributed proj_hand_settlements too: a view of the feed since 0020)
     # 0014: numbered by the projector per tenant, and a player's tables beside them
     "proj_discrepancies",
     "proj_discovery_tables",

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "names",
         nargs="*",
         metavar="NAME",
-        help="hand_settlements, ledger, player_stats, discrepancies, snapshots, discovery, feed (all)",
+        help="ledger, player_stats, discrepancies, snapshots, discovery, feed (all)",
     )
     sub.add_parser("status", help="checkpoints, parked events and staleness of the read models")
     retry = sub.add_parser("retry", help="apply parked events again, in order (after a fix)")

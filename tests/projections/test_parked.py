@@ -221,7 +221,7 @@ def test_a_database_fault_is_not_poison_the_batch_fails_and_nothing_is_parked(
     projector.catch_up()
     before = projector.checkpoints()
     store.append("tf-" + uuid.uuid4().hex[:6], "fault-" + uuid.uuid4().hex[:6], 0, _table(9201, 1))
-    module = registry.BY_NAME["hand_settlements"]
+    module = registry.BY_NAME["feed"]
     original = module.write
 
     def lost(conn: Any, batch: list[Any]) -> None:
@@ -286,7 +286,7 @@ def test_kwx_projections_status_and_retry_print_parked_events(
     assert main(["projections", "status"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
     status = {s["projection"]: s for s in lines if "projection" in s and "event" not in s}
-    assert status["ledger"]["parked"] >= 1 and status["hand_settlements"]["parked"] == 0
+    assert status["ledger"]["parked"] >= 1 and status["feed"]["parked"] == 0
     assert all(s["stale"] is False and s["behind"] == 0 for s in status.values())
     poison_ledger.clear()
     assert main(["projections", "retry", "--model", "ledger", "--table", table]) == 0

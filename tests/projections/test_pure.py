@@ -15,7 +15,7 @@ from domain.facts import (
 )
 from domain.scoring import PatternHit, Score
 from domain.tiles import tile
-from projections import discrepancies, hand_settlements, ledger, player_stats
+from projections import discrepancies, feed, ledger, player_stats
 from projections.model import (
     EventRef,
     HandSettled,
@@ -99,15 +99,21 @@ def _double_win_bao_hu() -> HandSettled:
     )
 
 
-def test_hand_settlement_row_carries_the_contract_object() -> None:
+def test_the_feeds_settlement_entry_carries_the_contract_object() -> None:
+    """The one stored copy of a settled hand (``proj_hand_settlements`` is a view of these entries):
+    the hand's fields in the view's column order, then the §2 object."""
     fact = _robbed_kong_hand()
-    (row,) = hand_settlements.rows(fact)
-    assert row["table_id"] == "t1" and row["ordinal"] == 1 and row["hand"] == 1
-    assert row["settlement"]["wins"][0]["from"] == 1
-    assert row["settlement"]["transfers"][2] == {
+    (row,) = feed.rows(fact)
+    assert (row["kind"], row["table_id"], row["version"]) == ("settlement", "t1", fact.at.version)
+    body = row["body"]
+    assert list(body) == ["ordinal", "hand", "preset", "end_kind", "dealer", "next_dealer", "players", "net",
+                          "house", "settlement"]  # fmt: skip
+    assert body["ordinal"] == 1 and body["hand"] == 1
+    assert body["settlement"]["wins"][0]["from"] == 1
+    assert body["settlement"]["transfers"][2] == {
         "from": 1, "to": 2, "amount": 2, "reason": "hu", "event": 12, "detail": ""
     }  # fmt: skip
-    assert row["net"] == [4, -4, 0] and row["end_kind"] == "hu"
+    assert body["net"] == [4, -4, 0] and body["end_kind"] == "hu"
 
 
 def test_ledger_books_every_transfer_twice_and_sums_to_zero() -> None:

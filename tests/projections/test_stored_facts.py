@@ -119,27 +119,27 @@ def _dump_all(url: str) -> dict[str, list[tuple[Any, ...]]]:
     """Every read model table's rows (every model of the registry), without serial columns (a
     rebuild numbers those anew), in a stable order; the snapshots as a reader finds them (in the
     hand starts' stored facts, or in ``proj_table_snapshots`` for the events the projector folded)."""
-    from projections.schema import OWNED, snapshots
+    from projections.schema import OWNED, hand_settlements, snapshots
 
     out: dict[str, list[tuple[Any, ...]]] = {}
     with psycopg.connect(url) as conn:
-        for name in registry.NAMES:
-            for table in OWNED[name]:
-                if table is snapshots:
-                    out["snapshots as read"] = reader_snapshots(conn)
-                    continue
-                cols = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
-                        "AND coalesce(column_default, '') NOT LIKE 'nextval%%' ORDER BY ordinal_position",
-                        (table.name,),
-                    )
-                ]
-                listed = ", ".join(f'"{c}"::text' for c in cols)
-                out[table.name] = conn.execute(
-                    f"SELECT {listed} FROM {table.name} ORDER BY {listed}"
-                ).fetchall()
+        # every model's tables, and the view of the feed's settlements (migration 0020)
+        for table in [t for name in registry.NAMES for t in OWNED[name]] + [hand_settlements]:
+            if table is snapshots:
+                out["snapshots as read"] = reader_snapshots(conn)
+                continue
+            cols = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
+                    "AND coalesce(column_default, '') NOT LIKE 'nextval%%' ORDER BY ordinal_position",
+                    (table.name,),
+                )
+            ]
+            listed = ", ".join(f'"{c}"::text' for c in cols)
+            out[table.name] = conn.execute(
+                f"SELECT {listed} FROM {table.name} ORDER BY {listed}"
+            ).fetchall()
     return out
 
 

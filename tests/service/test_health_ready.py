@@ -6,6 +6,7 @@ with ``Retry-After`` and a reason an operator can act on. Against a real Postgre
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -38,8 +39,15 @@ def fresh_db(pg_cluster: Any, request: Any) -> str:
     return url
 
 
+def _newest_migration() -> str:
+    """The revision of the newest file in migrations/versions (files are named by revision)."""
+    versions = Path(migrate.__file__).parents[1] / "migrations" / "versions"
+    names = sorted(p.name for p in versions.glob("0*.py"))
+    return names[-1].split("_", 1)[0]
+
+
 def test_the_code_expects_the_last_migration() -> None:
-    assert migrate.heads() == ("0019",)
+    assert migrate.heads() == (_newest_migration(),)
 
 
 def test_live_answers_without_a_key(client: Any) -> None:
@@ -68,7 +76,7 @@ def test_ready_at_head_and_caught_up(fresh_db: str) -> None:
         assert body["status"] == "ready" and body["reasons"] == []
         checks = body["checks"]
         assert checks["database"] == "ok" and checks["migrations"] == "ok"
-        assert checks["schema_revision"] == checks["expected_revision"] == "0019"
+        assert checks["schema_revision"] == checks["expected_revision"] == _newest_migration()
         assert checks["projections"] == "ok" and checks["lag_seconds"] == 0.0
         assert checks["max_lag_seconds"] == 60.0
 
