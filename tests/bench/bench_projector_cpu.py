@@ -13,7 +13,12 @@ On a fresh embedded PostgreSQL:
 * **follow**: the background runner's pattern under ingest — 100-event appends, one ``run_once()``
   after each (a NOTIFY wake-up per append), then after every 5, and (stored facts only) after every
   36, ≈ 2,500 events: the size of the batches the runner gathers under full load (``KWX_PROJECTOR_GATHER``);
-  CPU counted around the projector's calls only.
+  CPU counted around the projector's calls only;
+* **each model live** (after the rebuilds): the gathered follow again (one ``run_once`` per 36
+  appends) by a projector that runs one read model alone, on new tables, model after model — the
+  price list for choosing which models stay live (issue 16: the owner's call). ``snapshots`` alone
+  writes nothing here (every ``hand_started`` was judged by this build): its line is the base every
+  projector pays — the page, the decode, the checkpoint; a model's own price is its line minus the base's.
 
 ``KWX_BENCH_PROFILE=follow`` (one ``run_once`` per append), ``follow5`` (per 5 appends) or
 ``rebuild`` prints the top of a cProfile of that phase. ``KWX_BENCH_DUMP=1`` prints a hash of every
@@ -34,6 +39,7 @@ import shutil
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +81,40 @@ def _pg_cpu(pg_pid: int) -> float:
     return tree_cpu(pg_pid)
 
 
+def _backends_cpu(pg_pid: int, database: str = "bench") -> float:
+    """The CPU seconds so far of the server's live client backends of ``database`` (process title
+    ``postgres: <user> <database> …``), in nanoseconds from ``/proc/<pid>/schedstat``: not the
+    checkpointer, the background writer, the WAL writer or autovacuum, whose work after the
+    rebuilds' writes or the appends lands in whichever interval it falls in; and not in the 10 ms
+    ticks of ``/proc/<pid>/stat``, which put ± 1 tick a process on each short interval."""
+    from tests.service.serving import descendants
+
+    total = 0
+    for pid in descendants(pg_pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                title = f.read().split(b"\0")[0].decode(errors="replace").split()
+            if len(title) < 3 or title[0] != "postgres:" or title[2] != database:
+                continue
+            with open(f"/proc/{pid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return total / 1e9
+
+
 INGEST: list[float] = []  # the appends' CPU (this process + PostgreSQL) per event, per follow phase
 
 
 def _follow(
-    store: Any, projector: Any, tables: list[list[Any]], tag: str, per_run: int, pg: int, prof: Any
+    store: Any,
+    projector: Any,
+    tables: list[list[Any]],
+    tag: str,
+    per_run: int,
+    pg: int,
+    prof: Any,
+    cpu: Callable[[int], float] = _pg_cpu,
 ) -> tuple[float, float, int, int]:
     """Append every table in 100-event batches, interleaved; ``run_once`` after every ``per_run``
     appends. CPU (projector, PostgreSQL) counted around the ``run_once`` calls only; the appends'
@@ -97,16 +132,16 @@ def _follow(
                 continue
             pending = True
             batch = events[v : v + 100]
-            d0 = _pg_cpu(pg)
+            d0 = cpu(pg)
             p0 = time.process_time()
             store.append("bench", f"{tag}{i}", v, batch)
             ingest += time.process_time() - p0
-            ingest += _pg_cpu(pg) - d0
+            ingest += cpu(pg) - d0
             cursors[i] = v + len(batch)
             appended += 1
             if appended % per_run:
                 continue
-            d0 = _pg_cpu(pg)  # walks /proc: outside the projector's CPU
+            d0 = cpu(pg)  # walks /proc: outside the projector's CPU
             p0 = time.process_time()
             if prof is not None:
                 prof.enable()
@@ -114,14 +149,14 @@ def _follow(
             if prof is not None:
                 prof.disable()
             py += time.process_time() - p0
-            db += _pg_cpu(pg) - d0
+            db += cpu(pg) - d0
             wakeups += 1
-    d0 = _pg_cpu(pg)  # walks /proc: outside the projector's CPU
+    d0 = cpu(pg)  # walks /proc: outside the projector's CPU
     p0 = time.process_time()
     applied += projector.catch_up()
     py += time.process_time() - p0
     INGEST.append(ingest / max(1, applied))
-    return py, db + _pg_cpu(pg) - d0, wakeups + 1, applied
+    return py, db + cpu(pg) - d0, wakeups + 1, applied
 
 
 def _derive_only(tables: list[list[Any]]) -> None:
@@ -263,6 +298,40 @@ def _models_only(tables: list[list[Any]], page: int = 2500) -> dict[str, float]:
     return us | {"statements": statements[",".join(registry.NAMES)], "with_facts": len(log)}
 
 
+def _each_model_live(
+    pool: Any, store: Any, engine: Any, tables: list[list[Any]], pg: int, rounds: int = 3
+) -> dict[str, float]:
+    """The gathered follow (one ``run_once`` per 36 appends) by a projector of one read model, each
+    model in turn on tables of its own, ``rounds`` rounds (the models' order turned each round); a
+    model's line is its best round, against the median of every round's ingest path. ``snapshots``:
+    the base every projector pays. Returns µs per event by model."""
+    from statistics import median
+
+    from projections import registry
+    from projections.projector import Projector
+
+    names = ("snapshots", *(n for n in registry.NAMES if n != "snapshots"), "all")
+    best = dict.fromkeys(names, float("inf"))
+    ingest: list[float] = []
+    for r in range(rounds):
+        for k, name in enumerate(names[r % len(names) :] + names[: r % len(names)]):
+            alone = Projector(pool, store, engine, names=registry.NAMES if name == "all" else (name,))
+            alone.catch_up()  # the tables appended for the other models: not this line's
+            py, db, _, applied = _follow(store, alone, tables, f"m{r}_{k}_", 36, pg, None, _backends_cpu)
+            best[name] = min(best[name], (py + db) / applied * 1e6)
+            ingest.append(INGEST[-1] * 1e6)
+    path, base = median(ingest), best["snapshots"]
+    plain = ("snapshots", "all")
+    shares = [
+        f"{name} {us:.1f} = {us / path:.0%}" + ("" if name in plain else f" (own {us - base:+.1f})")
+        for name, us in best.items()
+    ]
+    print(f"each model live alone, stored facts, run_once per 36 appends, best of {rounds} (projector + "
+          f"its PostgreSQL backends µs/event, share of the ingest path's {path:.1f} (this process + its "
+          f"backends); snapshots: the base every projector pays): {'; '.join(shares)}")  # fmt: skip
+    return best
+
+
 def dump_hashes(pool: Any) -> dict[str, str]:
     """md5 of every ``proj_*`` table's rows (as text, sorted) and of the checkpoints."""
     with pool.connection() as conn:
@@ -389,6 +458,7 @@ def run() -> None:
 
         if dump:
             _print_dump("rebuild", container.pool)
+        _each_model_live(container.pool, store, engine, tables, pg)
         if profile == "rebuild":
             fresh = Projector(container.pool, store, engine)
             prof.enable()
