@@ -1,12 +1,17 @@
 """The projector bench's in-process line (``_models_only``): it runs every read model's rows and
-writes over real simulated tables, without a database — so that its number measures them."""
+writes over real simulated tables, without a database — so that its number measures them; and its
+line of each model live alone, on a real PostgreSQL."""
 
 from __future__ import annotations
 
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
 import pytest
 
 from projections import registry
-from tests.bench.bench_projector_cpu import _models_only, _tables
+from tests.bench.bench_projector_cpu import _backends_cpu, _each_model_live, _models_only, _tables
 
 
 def test_the_models_line_runs_every_models_rows_and_writes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -20,3 +25,41 @@ def test_the_models_line_runs_every_models_rows_and_writes(capsys: pytest.Captur
     # every model with rows wrote them: ledger (opening balances + entries), stats (+ patterns),
     # settlements, discovery (tables, players, hands), the feed (+ its NOTIFY), discrepancies
     assert us["statements"] >= 8 * 2  # at least 8 statements per page, over the first two pages
+
+
+@pytest.mark.db
+def test_each_model_live_prices_every_model_with_its_own_backends(
+    pg_cluster: Any, container: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bench's ``each model live alone`` line, on two small tables of a database of its own: a
+    price for every read model and for all of them, whose PostgreSQL part is that database's client
+    backends (another database's are not counted)."""
+    from domain import engine
+    from services import migrate
+    from services.db import make_pool
+    from services.store.events import EventStore
+
+    url = pg_cluster.create_database("kwx_bench_each")
+    migrate.upgrade(url)
+    database = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(url) as conn:
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert backend is not None
+        with open(f"/proc/{backend[0]}/stat") as f:
+            postmaster = int(f.read().rsplit(")", 1)[1].split()[1])  # the backend's parent
+    pool = make_pool(url, size=2, role="kwx_app")
+    try:
+        store = EventStore(pool, container.engine)
+        before = _backends_cpu(postmaster, database)
+        tables = _tables(2, 2, "t")
+        best = _each_model_live(pool, store, engine, tables, postmaster, rounds=1, database=database)
+        assert _backends_cpu(postmaster, database) > before  # its backends worked, and were counted
+        assert _backends_cpu(postmaster, "kwx_no_such_database") == 0.0
+    finally:
+        pool.close()
+    assert set(best) == {*registry.NAMES, "all"}
+    assert all(us > 0 for us in best.values())
+    line = capsys.readouterr().out
+    assert line.startswith("each model live alone, ")
+    for name in (*registry.NAMES, "all"):
+        assert f"{name} {best[name]:.1f} = " in line

@@ -83,10 +83,11 @@ def _pg_cpu(pg_pid: int) -> float:
 
 def _backends_cpu(pg_pid: int, database: str = "bench") -> float:
     """The CPU seconds so far of the server's live client backends of ``database`` (process title
-    ``postgres: <user> <database> …``), in nanoseconds from ``/proc/<pid>/schedstat``: not the
-    checkpointer, the background writer, the WAL writer or autovacuum, whose work after the
-    rebuilds' writes or the appends lands in whichever interval it falls in; and not in the 10 ms
-    ticks of ``/proc/<pid>/stat``, which put ± 1 tick a process on each short interval."""
+    ``postgres: [<cluster_name>:] <user> <database> …``), in nanoseconds from
+    ``/proc/<pid>/schedstat``: not the checkpointer, the background writer, the WAL writer or
+    autovacuum, whose work after the rebuilds' writes or the appends lands in whichever interval it
+    falls in; and not in the 10 ms ticks of ``/proc/<pid>/stat``, which put ± 1 tick a process on
+    each short interval."""
     from tests.service.serving import descendants
 
     total = 0
@@ -94,7 +95,10 @@ def _backends_cpu(pg_pid: int, database: str = "bench") -> float:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 title = f.read().split(b"\0")[0].decode(errors="replace").split()
-            if len(title) < 3 or title[0] != "postgres:" or title[2] != database:
+            if title[:1] != ["postgres:"]:
+                continue
+            words = title[2:] if title[1:2] and title[1].endswith(":") else title[1:]  # cluster_name:
+            if words[1:2] != [database]:
                 continue
             with open(f"/proc/{pid}/schedstat") as f:
                 total += int(f.read().split()[0])
@@ -299,12 +303,20 @@ def _models_only(tables: list[list[Any]], page: int = 2500) -> dict[str, float]:
 
 
 def _each_model_live(
-    pool: Any, store: Any, engine: Any, tables: list[list[Any]], pg: int, rounds: int = 3
+    pool: Any,
+    store: Any,
+    engine: Any,
+    tables: list[list[Any]],
+    pg: int,
+    rounds: int = 3,
+    database: str = "bench",
 ) -> dict[str, float]:
     """The gathered follow (one ``run_once`` per 36 appends) by a projector of one read model, each
     model in turn on tables of its own, ``rounds`` rounds (the models' order turned each round); a
     model's line is its best round, against the median of every round's ingest path. ``snapshots``:
-    the base every projector pays. Returns µs per event by model."""
+    the base every projector pays; PostgreSQL's CPU: ``database``'s client backends of the server
+    whose postmaster is ``pg``. Returns µs per event by model."""
+    from functools import partial
     from statistics import median
 
     from projections import registry
@@ -317,7 +329,8 @@ def _each_model_live(
         for k, name in enumerate(names[r % len(names) :] + names[: r % len(names)]):
             alone = Projector(pool, store, engine, names=registry.NAMES if name == "all" else (name,))
             alone.catch_up()  # the tables appended for the other models: not this line's
-            py, db, _, applied = _follow(store, alone, tables, f"m{r}_{k}_", 36, pg, None, _backends_cpu)
+            cpu = partial(_backends_cpu, database=database)
+            py, db, _, applied = _follow(store, alone, tables, f"m{r}_{k}_", 36, pg, None, cpu)
             best[name] = min(best[name], (py + db) / applied * 1e6)
             ingest.append(INGEST[-1] * 1e6)
     path, base = median(ingest), best["snapshots"]
