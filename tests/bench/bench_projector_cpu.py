@@ -15,7 +15,8 @@ On a fresh embedded PostgreSQL:
   36, ≈ 2,500 events: the size of the batches the runner gathers under full load (``KWX_PROJECTOR_GATHER``);
   CPU counted around the projector's calls only;
 * **each model live** (after the rebuilds): the gathered follow again (one ``run_once`` per 36
-  appends) by a projector that runs one read model alone, on new tables, model after model — the
+  appends) by a projector that runs one read model alone, on new tables, model after model, and by
+  one that runs them all, measured the same way (their client backends in ns, best of 3 rounds) — the
   price list for choosing which models stay live (issue 16: the owner's call). ``snapshots`` alone
   writes nothing here (every ``hand_started`` was judged by this build): its line is the base every
   projector pays — the page, the decode, the checkpoint; a model's own price is its line minus the base's.
