@@ -45,8 +45,11 @@ def test_each_model_live_prices_every_model_with_its_own_backends(
     with psycopg.connect(url) as conn:
         backend = conn.execute("SELECT pg_backend_pid()").fetchone()
         assert backend is not None
-        with open(f"/proc/{backend[0]}/stat") as f:
-            postmaster = int(f.read().rsplit(")", 1)[1].split()[1])  # the backend's parent
+        try:
+            with open(f"/proc/{backend[0]}/stat") as f:
+                postmaster = int(f.read().rsplit(")", 1)[1].split()[1])  # the backend's parent
+        except FileNotFoundError:  # TEST_DATABASE_URL on another machine: no processes to read
+            pytest.skip("the server's processes are not on this machine (/proc)")
     pool = make_pool(url, size=2, role="kwx_app")
     try:
         store = EventStore(pool, container.engine)
