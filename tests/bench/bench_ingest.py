@@ -445,12 +445,13 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def _postgres_kind(cmdline: str) -> str:
+def _postgres_kind(cmdline: str, databases: tuple[str, ...] = ("bench_on", "bench_off")) -> str:
     """What a PostgreSQL process is, from its title (``postgres: checkpointer``, ``postgres: postgres
-    bench_on 127.0.0.1(…) idle``, ``postgres: autovacuum worker bench_on``)."""
+    bench_on 127.0.0.1(…) idle``, ``postgres: autovacuum worker bench_on``): a client backend of
+    one of ``databases`` is "backends of <database>"."""
     if "autovacuum worker" in cmdline:
         return "autovacuum"
-    for db in ("bench_on", "bench_off"):
+    for db in databases:
         if f" {db} " in cmdline:
             return f"backends of {db}"
     if cmdline.startswith("postgres: postgres "):

@@ -83,29 +83,24 @@ def _pg_cpu(pg_pid: int) -> float:
 
 
 def _backends_cpu(pg_pid: int, database: str = "bench") -> float:
-    """The CPU seconds so far of the server's live client backends of ``database`` (process title
-    ``postgres: [<cluster_name>:] <user> <database> …``), in nanoseconds from
-    ``/proc/<pid>/schedstat``: not the checkpointer, the background writer, the WAL writer or
-    autovacuum, whose work after the rebuilds' writes or the appends lands in whichever interval it
-    falls in; and not in the 10 ms ticks of ``/proc/<pid>/stat``, which put ± 1 tick a process on
-    each short interval."""
+    """The CPU seconds so far of the server's live client backends of ``database`` (the process
+    titles as bench_ingest reads them), in nanoseconds from ``/proc/<pid>/schedstat``: not the
+    checkpointer, the background writer, the WAL writer or autovacuum, whose work after the
+    rebuilds' writes or the appends lands in whichever interval it falls in; and not in the 10 ms
+    ticks of ``/proc/<pid>/stat``, which put ± 1 tick a process on each short interval."""
+    from tests.bench.bench_append_sql import _backend_cpu
+    from tests.bench.bench_ingest import _cmdline, _postgres_kind
     from tests.service.serving import descendants
 
-    total = 0
+    total = 0.0
     for pid in descendants(pg_pid):
+        if _postgres_kind(_cmdline(pid), (database,)) != f"backends of {database}":
+            continue
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                title = f.read().split(b"\0")[0].decode(errors="replace").split()
-            if title[:1] != ["postgres:"]:
-                continue
-            words = title[2:] if title[1:2] and title[1].endswith(":") else title[1:]  # cluster_name:
-            if words[1:2] != [database]:
-                continue
-            with open(f"/proc/{pid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
+            total += _backend_cpu(pid)
+        except (FileNotFoundError, ProcessLookupError):
             continue  # gone meanwhile
-    return total / 1e9
+    return total
 
 
 INGEST: list[float] = []  # the appends' CPU (this process + PostgreSQL) per event, per follow phase

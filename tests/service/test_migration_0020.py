@@ -25,6 +25,8 @@ COLUMNS = (
     "SELECT column_name, data_type FROM information_schema.columns "
     "WHERE table_name = 'proj_hand_settlements' ORDER BY ordinal_position"
 )
+CHECKPOINT = "SELECT count(*) FROM projection_checkpoints WHERE name = 'hand_settlements'"
+PARKED = "SELECT count(*) FROM projection_parked WHERE model = 'hand_settlements'"
 VIEW_COLUMNS = [
     ("tenant", "text"), ("table_id", "text"), ("ordinal", "integer"), ("hand", "integer"),
     ("preset", "text"), ("end_kind", "character varying"), ("dealer", "integer"),
@@ -81,13 +83,8 @@ def test_0020_the_settlements_are_the_feeds_and_down_gives_the_model_back_empty(
         ).fetchall()
         assert conn.execute(
             "SELECT settled_event FROM proj_hand_settlements ORDER BY ordinal"
-        ).fetchall() == (feed_versions)
-        assert conn.execute(
-            "SELECT count(*) FROM projection_checkpoints WHERE name = 'hand_settlements'"
-        ).fetchone() == (0,)
-        assert conn.execute(
-            "SELECT count(*) FROM projection_parked WHERE model = 'hand_settlements'"
-        ).fetchone() == (0,)
+        ).fetchall() == feed_versions
+        assert conn.execute(CHECKPOINT).fetchone() == conn.execute(PARKED).fetchone() == (0,)
         conn.execute("SET ROLE kwx_app")
         assert conn.execute("SELECT count(*) FROM proj_hand_settlements").fetchone() == (len(settlements),)
         with pytest.raises(psycopg.Error):  # a view of the feed: nothing writes it
@@ -99,9 +96,7 @@ def test_0020_the_settlements_are_the_feeds_and_down_gives_the_model_back_empty(
         assert "position" in names and conn.execute(
             "SELECT count(*) FROM proj_hand_settlements"
         ).fetchone() == (0,)
-        assert conn.execute(
-            "SELECT count(*) FROM projection_checkpoints WHERE name = 'hand_settlements'"
-        ).fetchone() == (0,)
+        assert conn.execute(CHECKPOINT).fetchone() == (0,)
         conn.execute("SET ROLE kwx_app")
         conn.execute(
             "INSERT INTO proj_hand_settlements VALUES ('m20', 1, 1, 'acme', 'default', 'hu', 0, 1, "
