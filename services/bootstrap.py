@@ -6,7 +6,7 @@ import time."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 from psycopg_pool import ConnectionPool
 
 from services.engine_adapter import Engine, load_engine
+from services.errors import NotKept
 from services.settings import Settings, SettingsError
 from services.store.events import EventStore
 from services.store.keys import KeyStore
@@ -56,10 +57,32 @@ class Container:
 
         return table_read(self.primary, self.replica, tenant, table_id, version, read)
 
-    def model_read(self, read: Callable[[Source], T]) -> T:
-        """``read(source)`` of the read models: the replica when it is up, else the primary."""
+    @cached_property
+    def kept(self) -> tuple[str, ...]:
+        """The read models this deployment keeps (``KWX_READ_MODELS``; :meth:`Settings.kept_models`)."""
+        return self.settings.kept_models()
+
+    def require_kept(self, models: Iterable[str]) -> None:
+        """:class:`NotKept` (501) unless every one of ``models`` is kept here: its tables are not
+        projected, so an answer from them would be silently old or empty."""
+        for name in models:
+            if name not in self.kept:
+                kept_zh = "、".join(self.kept) or "无"
+                raise NotKept(
+                    f"this service does not keep the read model {name!r} (KWX_READ_MODELS: "
+                    f"{', '.join(self.kept) or 'none'}); a table's own reads — events, state, "
+                    "settlement, audit — answer from its events",
+                    model=name, kept=list(self.kept),
+                    message_zh=f"此服务未保留读取模型 {name}（KWX_READ_MODELS：{kept_zh}）；"
+                    "牌桌自身的读取（事件、状态、结算、审计）由事件直接回答",
+                )  # fmt: skip
+
+    def model_read(self, models: Iterable[str], read: Callable[[Source], T]) -> T:
+        """``read(source)`` of the read models named in ``models`` (501 when one is not kept here:
+        :meth:`require_kept`): the replica when it is up, else the primary."""
         from services.replica import model_read
 
+        self.require_kept(models)
         return model_read(self.primary, self.replica, read)
 
     @cached_property
@@ -70,15 +93,15 @@ class Container:
         return RateLimits.from_settings(self.settings)
 
     def start_projector(self) -> None:
-        """Start the projector's thread (the app's lifespan, at startup), unless
-        ``projector_background`` is off or it runs already."""
-        if not self.projector_background or self.projector_runner is not None:
+        """Start the projector's thread (the app's lifespan, at startup) for the kept read models,
+        unless ``projector_background`` is off, it runs already or no model is kept."""
+        if not self.projector_background or self.projector_runner is not None or not self.kept:
             return
         from projections.projector import Projector, ProjectorRunner
         from services import metrics
 
         if self.projector is None:
-            self.projector = Projector(self.pool, self.store, self.engine)
+            self.projector = Projector(self.pool, self.store, self.engine, names=self.kept)
         self.projector.on_batch = metrics.observe_projection
         self.projector_runner = ProjectorRunner(
             self.projector, self.database_url, gather_seconds=self.settings.projector_gather

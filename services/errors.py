@@ -107,3 +107,10 @@ class IllegalEvent(ServiceError):
 
 class Unavailable(ServiceError):
     status, code = 503, "unavailable"
+
+
+class NotKept(ServiceError):
+    """The route reads a read model this deployment does not keep (``KWX_READ_MODELS``): an
+    operator's choice, not a fault that passes — no Retry-After. ``model``: the one it needs."""
+
+    status, code = 501, "not_kept"

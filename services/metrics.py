@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from prometheus_client import (
@@ -225,10 +225,11 @@ class _Replica(Collector):
 
 class _Database(Collector):
     """Read at each scrape: how far each read model is behind, its parked events, whether its
-    checkpoint is stale, and whether the database answers. Log-wide numbers only (no tenant)."""
+    checkpoint is stale, and whether the database answers. Log-wide numbers only (no tenant). Of
+    the kept read models (``kept``, KWX_READ_MODELS; None: all): one not kept is behind on purpose."""
 
-    def __init__(self, pool: Any) -> None:
-        self.pool = pool
+    def __init__(self, pool: Any, kept: Sequence[str] | None = None) -> None:
+        self.pool, self.kept = pool, kept
 
     def collect(self) -> Iterable[Any]:
         up = GaugeMetricFamily("kwx_database_up", "1 when the database answered this scrape, else 0")
@@ -251,7 +252,7 @@ class _Database(Collector):
             from projections.queries.freshness import PerModel
 
             with self.pool.connection(timeout=2.0) as conn:
-                models = PerModel()(conn)
+                models = (PerModel() if self.kept is None else PerModel(names=self.kept))(conn)
         except Exception:
             up.add_metric([], 0)
             yield up
@@ -265,9 +266,9 @@ class _Database(Collector):
         yield from (up, lag, behind, parked, stale)
 
 
-def _registry(pool: Any, replica: Any = None) -> CollectorRegistry:
+def _registry(pool: Any, replica: Any = None, kept: Sequence[str] | None = None) -> CollectorRegistry:
     """Every metric of this process (or, in multiprocess mode, every process's, summed), with the
-    database's read at each scrape when ``pool`` is given."""
+    database's read at each scrape when ``pool`` is given (the kept read models': ``kept``)."""
     registry = CollectorRegistry(auto_describe=False)
     if multiprocess():
         from prometheus_client import multiprocess as mp
@@ -276,17 +277,17 @@ def _registry(pool: Any, replica: Any = None) -> CollectorRegistry:
     else:
         registry.register(_Default())
     if pool is not None:
-        registry.register(_Database(pool))
+        registry.register(_Database(pool, kept))
         if replica is not None:
             registry.register(_Replica(replica, pool))
     return registry
 
 
-def render(pool: Any, replica: Any = None) -> bytes:
+def render(pool: Any, replica: Any = None, kept: Sequence[str] | None = None) -> bytes:
     """The text exposition of :func:`_registry` (the pools' gauges set first)."""
     if pool is not None:
         POOLS.now()
-    return generate_latest(_registry(pool, replica))
+    return generate_latest(_registry(pool, replica, kept))
 
 
 def route_of(scope: dict[str, Any]) -> str | None:
@@ -296,8 +297,10 @@ def route_of(scope: dict[str, Any]) -> str | None:
     return path if isinstance(path, str) else None
 
 
-def serve_port(port: int, host: str, pool: Any, replica: Any = None) -> None:
+def serve_port(
+    port: int, host: str, pool: Any, replica: Any = None, kept: Sequence[str] | None = None
+) -> None:
     """``KWX_METRICS=PORT``: the same exposition on a port of its own (a thread of ``kwx serve``)."""
     from prometheus_client import start_http_server
 
-    start_http_server(port, addr=host, registry=_registry(pool, replica))
+    start_http_server(port, addr=host, registry=_registry(pool, replica, kept))

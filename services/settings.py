@@ -27,6 +27,7 @@
 | ``KWX_PROJECTOR_NICE`` | ``10`` | the child projector's ``nice`` increment (0: the server's priority) |
 | ``KWX_SHUTDOWN_GRACE`` | ``10`` | whole seconds ``kwx serve`` lets requests finish after SIGTERM |
 | ``KWX_PROJECTOR_WATCHDOG`` | ``120`` | seconds a silent projector child lives (then restarted; 0: never) |
+| ``KWX_READ_MODELS`` | ``all`` | read models kept: ``all``, ``none`` or names (``ledger,feed``); others 501 |
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ class Settings:
     workers: int | None = None  # `kwx serve` uvicorn workers; None: serving_workers() decides
     ready_max_lag: float = 60.0  # /v1/health/ready: not ready while the read models lag more (seconds)
     metrics: str = "on"  # GET /metrics on the service's port; "off"; or a port number of its own
+    read_models: str = "all"  # the read models kept live: "all", or names (kept_models())
 
     def __post_init__(self) -> None:
         if self.database_read_url is not None:
@@ -115,6 +117,13 @@ class Settings:
             raise ValueError(f"KWX_METRICS={self.metrics!r}: expected on, off or a port number")
         if not self.ready_max_lag > 0:  # (NaN too)
             raise ValueError(f"KWX_READY_MAX_LAG={self.ready_max_lag}: expected seconds, more than 0")
+        self.kept_models()  # (a name it does not know: a ValueError naming it)
+
+    def kept_models(self) -> tuple[str, ...]:
+        """``KWX_READ_MODELS``: the read models this deployment keeps — the ones its projector
+        (child, thread or ``kwx projections follow``) projects, its health and metrics watch and its
+        API answers from; a route of another answers 501 ``not_kept``. In the registry's order."""
+        return read_models(self.read_models)
 
     def metrics_port(self) -> int | None:
         """The port of a metrics server of its own (``KWX_METRICS=PORT``), else None."""
@@ -171,6 +180,7 @@ class Settings:
             workers=int(env["KWX_WORKERS"]) if env.get("KWX_WORKERS") else None,
             ready_max_lag=float(env.get("KWX_READY_MAX_LAG") or 60),
             metrics=(env.get("KWX_METRICS") or "on").strip().lower(),
+            read_models=(env.get("KWX_READ_MODELS") or "all").strip(),
         )
 
 
@@ -241,6 +251,24 @@ def _named(message: str, env: Mapping[str, str]) -> str:
         if repr(env[name]) in message or f"'{env[name]}'" in message:
             return f"{name}={env[name]!r}: {message}"
     return message
+
+
+def read_models(value: str) -> tuple[str, ...]:
+    """``KWX_READ_MODELS`` → the kept read models' names, in the registry's order: ``all`` (every
+    one), ``none``, or names separated by commas or spaces (``ledger,feed``)."""
+    from projections import registry
+
+    text = value.strip().lower()
+    if text == "all":
+        return registry.NAMES
+    names = {n for n in text.replace(",", " ").split()} - {"none"}
+    unknown = sorted(names - set(registry.NAMES))
+    if unknown or not (names or text == "none"):
+        what = f"unknown read model {', '.join(unknown)}" if unknown else "empty"
+        raise ValueError(
+            f"KWX_READ_MODELS={value!r}: {what}; expected all, none, or some of {', '.join(registry.NAMES)}"
+        )
+    return tuple(n for n in registry.NAMES if n in names)
 
 
 def projector_mode(value: str) -> str:

@@ -38,21 +38,25 @@ def _log_now(conn: Connection) -> tuple[int, int]:
 class Freshness:
     """The slowest model's checkpoint (a model that has none yet starts at the beginning), then the
     first stored event after it, by the log's order (its index: one probe): caught up, or how long
-    ago that event was recorded; the parked count; the stale checkpoints. Two small statements."""
+    ago that event was recorded; the parked count; the stale checkpoints. Two small statements.
+    Over ``names``: the read models the deployment keeps (``KWX_READ_MODELS``) — one it does not
+    keep stays behind on purpose and is no lag; ``models`` in the answer names them."""
 
     models: ClassVar[tuple[str, ...]] = registry.NAMES
+    names: Sequence[str] = registry.NAMES
 
     def __call__(self, conn: Connection) -> dict[str, Any]:
+        kept = [n for n in registry.NAMES if n in self.names]
         done, parked_by, epoch, next_xid = _read_checkpoints(conn)
-        parked_count = sum(n for name, n in parked_by.items() if name in registry.BY_NAME)
-        ep, tx, position = min(done.get(name, (0, 0, 0)) for name in registry.NAMES)
-        row = conn.execute(OLDEST_PENDING, (ep, str(tx), position)).fetchone()
-        lag = 0.0 if row is None else max(0.0, round(float(row[0]), 3))
-        stale_ones = sorted(
-            n for n, cp in done.items() if n in registry.BY_NAME and stale(cp, epoch, next_xid)
-        )
+        parked_count = sum(n for name, n in parked_by.items() if name in kept)
+        lag, row = 0.0, None
+        if kept:
+            ep, tx, position = min(done.get(name, (0, 0, 0)) for name in kept)
+            row = conn.execute(OLDEST_PENDING, (ep, str(tx), position)).fetchone()
+            lag = 0.0 if row is None else max(0.0, round(float(row[0]), 3))
+        stale_ones = sorted(n for n, cp in done.items() if n in kept and stale(cp, epoch, next_xid))
         return {"caught_up": row is None and not stale_ones, "lag_seconds": lag, "parked": parked_count,
-                "stale": stale_ones}  # fmt: skip
+                "stale": stale_ones, "models": kept}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,17 +98,18 @@ class PerModel:
     """Per read model, for the metrics (services/metrics.py): how long ago the oldest event it lacks
     was recorded (0 when caught up), how many it lacks (counted up to ``cap``, so a scrape of a far
     behind store stays cheap), its parked events and whether its checkpoint is stale. Log-wide: no
-    tenant, no table."""
+    tenant, no table. Over ``names``: the kept read models (one not kept is behind on purpose)."""
 
     models: ClassVar[tuple[str, ...]] = registry.NAMES
     cap: int = 1_000_000
+    names: Sequence[str] = registry.NAMES
 
     def __call__(self, conn: Connection) -> list[dict[str, Any]]:
         done, parked_by, epoch, next_xid = _read_checkpoints(conn)
         if not done:
             epoch, next_xid = _log_now(conn)
         out = []
-        for name in registry.NAMES:
+        for name in (n for n in registry.NAMES if n in self.names):
             ep, tx, pos = done.get(name, (0, 0, 0))
             row = conn.execute(OLDEST_PENDING, (ep, str(tx), pos)).fetchone()
             lag = 0.0 if row is None else max(0.0, round(float(row[0]), 3))

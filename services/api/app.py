@@ -130,7 +130,8 @@ def _add_metrics_route(app: FastAPI) -> None:
     )  # fmt: skip
     def metrics_route(request: Request) -> Response:
         container = getattr(request.app.state, "container", None)
-        body = metrics.render(getattr(container, "pool", None), getattr(container, "replica", None))
+        pool, replica = getattr(container, "pool", None), getattr(container, "replica", None)
+        body = metrics.render(pool, replica, getattr(container, "kept", None))
         return Response(body, media_type=metrics.CONTENT_TYPE)
 
 

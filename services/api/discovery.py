@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from projections import discovery_queries
 from projections.discovery import FLAGS
+from projections.discovery import NAME as DISCOVERY
 from services.api import schemas
 from services.api.deps import (
     MAX_BIGINT,
@@ -49,10 +50,11 @@ from services.store.keys import Principal
 router = APIRouter(
     prefix="/v1",
     tags=["discovery"],
-    responses=schemas.error_responses(401, 403, 404, 422, 429, 431, 503),  # type: ignore[arg-type]
+    responses=schemas.error_responses(401, 403, 404, 422, 429, 431, 501, 503),  # type: ignore[arg-type]
 )
 _encoder = msgspec.json.Encoder()
 _ROLES = ("platform", "support")
+_MODELS = (DISCOVERY,)  # the read model every route here answers from (501 where it is not kept)
 
 
 class Winner(BaseModel):
@@ -180,7 +182,7 @@ def _page(
                                         mask=mask, before=before, limit=limit)  # fmt: skip
 
     # a read model: on the replica when one is configured and up (services/replica.py)
-    items, next_seq = container.model_read(lambda src: reading(src.pool, query))
+    items, next_seq = container.model_read(_MODELS, lambda src: reading(src.pool, query))
     return _json({"tables": items, "next_cursor": encode_cursor(next_seq) if next_seq is not None else None})
 
 
@@ -239,6 +241,7 @@ def table_hands(
     require_role(principal, *_ROLES)
     check_table_id(table_id)
     table, items, next_after = container.model_read(
+        _MODELS,
         lambda src: reading(
             src.pool, lambda conn: discovery_queries.hands(conn, principal.tenant, table_id, after, limit)
         )

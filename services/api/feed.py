@@ -131,7 +131,7 @@ class _NDJSON(_Release, StreamingResponse):
 router = APIRouter(
     prefix="/v1",
     tags=["feed"],
-    responses=schemas.error_responses(401, 403, 422, 429, 431, 503),
+    responses=schemas.error_responses(401, 403, 422, 429, 431, 501, 503),
 )
 
 _ENTRY_EXAMPLE = {"seq": 7, "kind": "settlement", "table_id": "t-1", "version": 42, "data": {"hand": 3}}
@@ -178,6 +178,7 @@ async def live_feed(
     """Settlements, rulings, discrepancies and parked events of the key's tenant as the projector
     applies them, resumable with nothing skipped and nothing repeated. platform and support see
     every kind; dashboard sees settlements only."""
+    container.require_kept((feed_model.NAME,))
     kinds = KINDS_BY_ROLE.get(principal.role, ())
     tenant = principal.tenant
     cursor = _cursor(after, last_event_id)

@@ -42,7 +42,7 @@ def health(container: Annotated[Container, Depends(get_container)]) -> JSONRespo
     body: dict[str, Any] = {"status": "ok", "database": "ok", "engine": container.engine.name}
     try:
         with container.pool.connection(timeout=2.0) as conn:
-            body["projections"] = Freshness()(conn)
+            body["projections"] = Freshness(container.kept)(conn)
     except Exception as exc:
         # The answer says which fault (as every 503 does), never the driver's own text: this route
         # needs no key, and that text names hosts, sockets and roles. The detail goes to the log.
@@ -108,7 +108,7 @@ def ready(container: Annotated[Container, Depends(get_container)]) -> JSONRespon
     try:
         with container.pool.connection(timeout=2.0) as conn:
             found = _schema_revision(conn)
-            freshness = Freshness()(conn)
+            freshness = Freshness(container.kept)(conn)
     except Exception as exc:
         error_answer(exc)  # logs the fault; the driver's text is not repeated to a keyless caller
         checks["database"] = "unreachable"

@@ -82,7 +82,7 @@ class EventsPage(BaseModel):
 
 
 class ProjectionsHealth(BaseModel):
-    caught_up: bool = Field(description="every read model holds every stored event")
+    caught_up: bool = Field(description="every kept read model holds every stored event")
     lag_seconds: float = Field(
         description="how long ago the oldest event not yet in every read model was recorded (0 when "
         "caught up): how stale stats, ledgers and settlements may be"
@@ -96,6 +96,11 @@ class ProjectionsHealth(BaseModel):
         default_factory=list,
         description="read models whose checkpoint is ahead of anything the log can produce "
         "(restored or copied read models): they receive nothing until rebuilt",
+    )
+    models: list[str] = Field(
+        default_factory=list,
+        description="the read models this deployment keeps (KWX_READ_MODELS), the ones the fields above "
+        "are about; a route of another answers 501 not_kept",
     )
 
 
@@ -183,6 +188,8 @@ ERROR_STATUSES: dict[int, str] = {
     422: "malformed (field), bad_rules (field, allowed), invalid_table_id or illegal_event (index, rule)",
     429: "rate_limited: over KWX_RATE_LIMIT_KEY or KWX_RATE_LIMIT_TENANT (scope, limit, retry_after)",
     431: "request_header_fields_too_large: headers over KWX_MAX_HEADER_BYTES or KWX_MAX_HEADERS",
+    501: "not_kept: this deployment does not keep the read model the route answers from (KWX_READ_MODELS; "
+    "`model`, `kept`)",
     503: "unavailable: the database is busy or unreachable, or too many reads wait; retry",
 }
 

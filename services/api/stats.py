@@ -22,13 +22,13 @@ with the one retry after a lost connection (``services.db.reading``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import date
 from typing import Annotated, Any, TypeVar
 
 import msgspec
 from fastapi import APIRouter, Depends, Query, Response
 
+from projections import queries
 from projections.ledger import HOUSE
 from projections.queries.discrepancies import FeedPage
 from projections.queries.ledger import LedgerPage
@@ -52,7 +52,7 @@ from services.store.keys import Principal
 router = APIRouter(
     prefix="/v1",
     tags=["stats"],
-    responses=schemas.error_responses(401, 403, 404, 422, 429, 431, 503),  # type: ignore[arg-type]
+    responses=schemas.error_responses(401, 403, 404, 422, 429, 431, 501, 503),  # type: ignore[arg-type]
 )
 _encoder = msgspec.json.Encoder()
 _ALL_ROLES = ("platform", "support", "dashboard")
@@ -63,10 +63,11 @@ def _json(body: Any) -> Response:
     return Response(_encoder.encode(body), media_type="application/json")
 
 
-def _models(container: Container, query: Callable[[Any], T]) -> T:
+def _models(container: Container, query: queries.Query[T]) -> T:
     """A read model query, on the replica when one is configured and up (services/replica.py):
-    these models are behind the log anyway, by the projector's lag and the replica's."""
-    return container.model_read(lambda src: reading(src.pool, query))
+    these models are behind the log anyway, by the projector's lag and the replica's. 501 when the
+    query's models are not kept here (KWX_READ_MODELS)."""
+    return container.model_read(query.models, lambda src: reading(src.pool, query))
 
 
 @router.get(

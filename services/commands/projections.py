@@ -1,15 +1,16 @@
 """kwx projections rebuild [NAME …] | status | retry | follow: the read models (docs/projections.md).
 
-``rebuild`` empties the named read models (all when none is named) and their checkpoints in one
-transaction, then replays the whole log from position 0 into them. A running service keeps
-serving meanwhile; its background projector and this command take turns on the projector lock,
-so nothing is applied twice. ``status`` prints each checkpoint and how many stored events are
-after it (in the log's order, ``(epoch, tx_id, position)``), its parked events (count, oldest) and
-whether it is stale (ahead of anything the log can produce: restored or copied read models).
+``rebuild`` empties the named read models (when none is named, the kept ones: ``KWX_READ_MODELS``,
+all by default) and their checkpoints in one transaction, then replays the whole log from position 0
+into them. A running service keeps serving meanwhile; its background projector and this command
+take turns on the projector lock, so nothing is applied twice. ``status`` prints each checkpoint
+and how many stored events are after it (in the log's order, ``(epoch, tx_id, position)``), its
+parked events (count, oldest), whether it is stale (ahead of anything the log can produce: restored
+or copied read models) and whether this deployment keeps it (``kept``).
 ``retry [--model M] [--table ID] [--tenant T]`` applies parked events again after a fix (docs/projections.md
 §1): the ones that apply leave the parked table, the ones still failing stay with tries + 1.
-``follow`` runs the projector as its own process (for a service started with
-``KWX_PROJECTOR=off``) until Ctrl-C.
+``follow`` runs the projector of the kept read models as its own process (for a service started
+with ``KWX_PROJECTOR=off``) until Ctrl-C.
 Output: JSON lines.
 """
 
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "names",
         nargs="*",
         metavar="NAME",
-        help="ledger, player_stats, discrepancies, snapshots, discovery, feed (all)",
+        help="ledger, player_stats, discrepancies, snapshots, discovery, feed (default: KWX_READ_MODELS)",
     )
     sub.add_parser("status", help="checkpoints, parked events and staleness of the read models")
     retry = sub.add_parser("retry", help="apply parked events again, in order (after a fix)")
@@ -52,23 +53,34 @@ def run(args: argparse.Namespace) -> int:
     from services.bootstrap import bootstrap, command_database
     from services.settings import Settings
 
-    names = tuple(getattr(args, "names", None) or registry.NAMES)
+    settings = Settings.from_env()
+    kept = settings.kept_models()
+    named = tuple(getattr(args, "names", None) or ())
+    names = named or kept  # rebuild: the kept models unless named (a model not kept may be named)
     model = getattr(args, "model", None)
     unknown = [n for n in (*names, *([model] if model else [])) if n not in registry.BY_NAME]
     if unknown:
         message = f"unknown projection(s): {', '.join(unknown)}"
         print(json.dumps({"error": message, "known": list(registry.NAMES)}))
         return 2
-    settings = Settings.from_env()
+    if not names and args.action in ("rebuild", "follow"):
+        what = "name the models to rebuild" if args.action == "rebuild" else "nothing to follow"
+        message = f"KWX_READ_MODELS={settings.read_models}: no read model is kept here; {what}"
+        print(json.dumps({"error": message, "known": list(registry.NAMES)}))
+        return 2
     container = bootstrap(settings, url=command_database(settings, "projections", init=args.init))
     try:
         refold = getattr(args, "refold", False)
-        projector = Projector(container.pool, container.store, **({"judge": None} if refold else {}))
+        # follow: the kept models; status, retry: every model (status says which are kept)
+        among = kept if args.action == "follow" else registry.NAMES
+        projector = Projector(
+            container.pool, container.store, names=among, **({"judge": None} if refold else {})
+        )
         if args.action == "follow":
             return _follow(projector, container.database_url, settings.projector_gather)
         if args.action == "status":
             for line in projector.status():
-                print(json.dumps(line))
+                print(json.dumps({**line, "kept": line["projection"] in kept}))
             return 0
         if args.action == "retry":
             done = projector.retry(model, args.table, args.tenant)

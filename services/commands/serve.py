@@ -81,14 +81,15 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     child = None
     if settings.projector == "on":  # the projector in a process of its own (services/projector_process.py)
+        container.projector_background = False  # no projector thread in this process
+    if settings.projector == "on" and container.kept:
         from services.projector_process import ProjectorProcess
 
-        container.projector_background = False  # no projector thread in this process
         child = ProjectorProcess(
             container.database_url, nice=settings.projector_nice, watchdog=settings.projector_watchdog
         )
         child.start()
-    print(f"kwx: projector: {_projector_line(settings.projector, child)}", flush=True)
+    print(f"kwx: projector: {_projector_line(settings.projector, child, container.kept)}", flush=True)
     print(f"kwx: workers: {_workers_line(workers, settings.pool_size)}", flush=True)
     print(f"kwx: limits: {_limits_line(settings, workers)}", flush=True)
     scraped = container if workers == 1 else None  # (with N workers this process keeps no pool)
@@ -166,7 +167,10 @@ def _metrics_line(settings: Settings, host: str, port: int, container: Any) -> s
         return f"http://{host}:{port}/metrics (every worker and the projector counted)"
     from services import metrics
 
-    metrics.serve_port(own, host, getattr(container, "pool", None), getattr(container, "replica", None))
+    metrics.serve_port(
+        own, host, getattr(container, "pool", None), getattr(container, "replica", None),
+        getattr(container, "kept", None),
+    )  # fmt: skip
     return f"http://{host}:{own}/metrics (a port of its own: KWX_METRICS={own})"
 
 
@@ -189,10 +193,15 @@ def _workers_line(workers: int, pool_size: int) -> str:
     return f"{workers} processes (uvicorn workers; a pool of {pool_size} connections each)"
 
 
-def _projector_line(mode: str, child: object) -> str:
+def _projector_line(mode: str, child: object, kept: tuple[str, ...]) -> str:
+    from projections import registry
+
+    models = "every read model" if kept == registry.NAMES else f"KWX_READ_MODELS: {', '.join(kept) or 'none'}"
+    if not kept:
+        return "none (KWX_READ_MODELS=none: no read model is kept; their routes answer 501)"
     if mode == "on":
         pid = getattr(getattr(child, "proc", None), "pid", "?")
-        return f"child process {pid} (kwx projections follow, nice +{getattr(child, 'nice', 0)})"
+        return f"child process {pid} (kwx projections follow, nice +{getattr(child, 'nice', 0)}; {models})"
     if mode == "thread":
-        return "a thread in this process (KWX_PROJECTOR=thread)"
-    return "off (KWX_PROJECTOR=off: run `kwx projections follow` to keep the read models current)"
+        return f"a thread in this process (KWX_PROJECTOR=thread; {models})"
+    return f"off (KWX_PROJECTOR=off: run `kwx projections follow` to keep the read models current; {models})"

@@ -204,7 +204,7 @@ def postmaster_pid(base_dir: Path) -> int:
 
 def projector_counts(base: str) -> tuple[float, float]:
     """(batches, events) the projector has committed, from kwx serve's ``/metrics`` (the events:
-    the ledger model's, which every batch of the default moves)."""
+    the most any kept model counts — every batch moves each kept model; ``KWX_READ_MODELS``)."""
     import urllib.request
 
     with urllib.request.urlopen(base + "/metrics", timeout=10) as answer:
@@ -213,8 +213,8 @@ def projector_counts(base: str) -> tuple[float, float]:
     for line in text.splitlines():
         if line.startswith("kwx_projection_batches_total "):
             batches = float(line.split()[-1])
-        elif line.startswith('kwx_projection_events_total{model="ledger"}'):
-            events = float(line.split()[-1])
+        elif line.startswith("kwx_projection_events_total{"):
+            events = max(events, float(line.split()[-1]))
     return batches, events
 
 

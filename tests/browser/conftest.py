@@ -36,10 +36,13 @@ def chromium_path() -> str:
 
 
 class Desk:
-    """The served desk: its base URL, a key of each role, and the simulated tables it holds."""
+    """The served desk: its base URL, a key of each role, the simulated tables it holds and its
+    database (owner URL)."""
 
-    def __init__(self, base: str, keys: dict[str, str], tables: dict[str, list[dict[str, Any]]]) -> None:
-        self.base, self.keys, self.tables = base, keys, tables
+    def __init__(
+        self, base: str, keys: dict[str, str], tables: dict[str, list[dict[str, Any]]], database_url: str = ""
+    ) -> None:
+        self.base, self.keys, self.tables, self.database_url = base, keys, tables, database_url
 
     def api(self, path: str, role: str = "support", **params: Any) -> Any:
         answer = httpx.get(f"{self.base}{path}", params=params,
@@ -81,7 +84,7 @@ def desk(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             return bool(body.get("projections", {}).get("caught_up"))
 
         wait_for(caught_up, 300, "the projector child did not catch up")
-        yield Desk(base, keys, tables)
+        yield Desk(base, keys, tables, url)
     finally:
         proc.terminate()
         proc.wait(60)

@@ -179,7 +179,7 @@ def test_a_statement_the_replica_refuses_is_answered_by_the_primary(setup: Setup
     said: list[str] = []
     token = READ_FROM.set(said)
     try:
-        assert container.model_read(read) == 1
+        assert container.model_read((), read) == 1
     finally:
         READ_FROM.reset(token)
     assert said == [PRIMARY]

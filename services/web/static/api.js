@@ -11,9 +11,20 @@ export function signOut() { sessionStorage.removeItem(KEY); }
 export function lang() { return sessionStorage.getItem(LANG) || (navigator.language.startsWith("zh") ? "zh" : "en"); }
 export function setLang(value) { sessionStorage.setItem(LANG, value === "zh" ? "zh" : "en"); }
 
+// kwx's own words for what the API refused, in the page's language where the page has them: a read
+// model this deployment does not keep (501 not_kept, KWX_READ_MODELS) is its operator's choice.
+function said(status, body) {
+  if (body && body.error === "not_kept") {
+    return lang() === "zh"
+      ? `此服务未保留读取模型 ${body.model}（运维设置 KWX_READ_MODELS），这一页无法显示。`
+      : `This service does not keep the ${body.model} read model (its operator's KWX_READ_MODELS): this page cannot show it.`;
+  }
+  return body && body.message ? body.message : `HTTP ${status}`;
+}
+
 export class ApiError extends Error {
   constructor(status, body) {
-    super(body && body.message ? body.message : `HTTP ${status}`);
+    super(said(status, body));
     this.status = status;
     this.body = body || {};
   }

@@ -31,7 +31,8 @@ function setParams(changes) {
   history.replaceState(null, "", location.pathname + (search ? `?${search}` : ""));
 }
 
-// A clear sentence for what the API refused, never a dump: 401, 403 (the role), 404, 422 (the field).
+// A clear sentence for what the API refused, never a dump: 401, 403 (the role), 404, 422 (the field),
+// 501 (a read model this deployment does not keep).
 function notice(err, what, vars = {}) {
   const L = lang();
   let text;
@@ -44,11 +45,13 @@ function notice(err, what, vars = {}) {
     $("signin").hidden = false;
   } else if (err instanceof ApiError && err.status === 404 && vars.player !== undefined) {
     text = t(L, "not_found", vars);
+  } else if (err instanceof ApiError && err.status === 501) {
+    text = err.message;  // a read model not kept here (api.js words it in the page's language)
   } else {
     const field = err instanceof ApiError && err.body.field ? ` (${err.body.field})` : "";
     text = t(L, "failed", { message: (err.message || String(err)) + field });
   }
-  const cls = err instanceof ApiError && (err.status === 403 || err.status === 404) ? "notice" : "notice error";
+  const cls = err instanceof ApiError && [403, 404, 501].includes(err.status) ? "notice" : "notice error";
   return el("p", { class: cls, "data-status": err instanceof ApiError ? err.status : "", text });
 }
 

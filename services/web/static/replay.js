@@ -383,7 +383,7 @@ async function openTable(id, { at = null, hand = null, seat = null, hash = null 
   $("open-error").textContent = "";
   let body;
   try { body = await get(`/v1/tables/${enc(id)}/hands`); } catch (e) {
-    $("open-error").textContent = `${t("no_table")}: ${id} (${e.message})`;
+    $("open-error").textContent = e.status === 501 ? e.message : `${t("no_table")}: ${id} (${e.message})`;
     return;
   }
   const head = await get(`/v1/tables/${enc(id)}/events`, { limit: 1 });  // the table's head version
