@@ -356,6 +356,10 @@ def run() -> None:
         if default > 1:
             lines.insert(1, ("off", 1, (many,)))
         print(f"kwx serve: {default} worker(s) by default on this machine (KWX_WORKERS)")
+        from services.settings import read_models
+
+        kept = os.environ.get("KWX_READ_MODELS") or "all"
+        print(f"read models kept (KWX_READ_MODELS={kept}): {', '.join(read_models(kept)) or 'none'}")
         print("each kwx round is paired with a COPY round just before it (kwx's processes quiet first):")
         goal: dict[str, dict[str, float]] = {}  # line → baseline → median paired ratio
         cpu_per_batch: dict[str, float] = {}  # projector setting → kwx + PostgreSQL CPU ms per batch

@@ -41,6 +41,7 @@ def test_health_says_how_far_the_read_models_are_behind(pg_cluster: Any) -> None
 
     from domain import engine
     from domain.events import convert
+    from projections import registry
     from projections.projector import Projector
     from services.api.app import create_app
     from services.bootstrap import bootstrap
@@ -51,7 +52,8 @@ def test_health_says_how_far_the_read_models_are_behind(pg_cluster: Any) -> None
     try:
         with TestClient(create_app(container=container)) as client:
             fresh = client.get("/v1/health").json()["projections"]
-            assert fresh == {"caught_up": True, "lag_seconds": 0.0, "parked": 0, "stale": []}
+            every = list(registry.NAMES)  # the models kept by default (KWX_READ_MODELS=all)
+            assert fresh == {"caught_up": True, "lag_seconds": 0.0, "parked": 0, "stale": [], "models": every}
             container.store.append("acme", "health-1", 0, [convert(e) for e in legal_table(51)[:30]])
             behind = client.get("/v1/health").json()["projections"]
             assert behind["caught_up"] is False and behind["lag_seconds"] >= 0.0
@@ -59,7 +61,7 @@ def test_health_says_how_far_the_read_models_are_behind(pg_cluster: Any) -> None
             # the other four read models have no checkpoint yet: still behind
             assert client.get("/v1/health").json()["projections"]["caught_up"] is False
             projector = Projector(container.pool, container.store, engine)
-            caught_up = {"caught_up": True, "lag_seconds": 0.0, "parked": 0, "stale": []}
+            caught_up = {"caught_up": True, "lag_seconds": 0.0, "parked": 0, "stale": [], "models": every}
 
             # The projector reads only below the cluster's oldest open transaction (the log's
             # gap-free fence, docs/operations.md): another database's long transaction on a shared
