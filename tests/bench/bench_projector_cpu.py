@@ -21,7 +21,8 @@ On a fresh embedded PostgreSQL:
   writes nothing here (every ``hand_started`` was judged by this build): its line is the base every
   projector pays — the page, the decode, the checkpoint; a model's own price is its line minus the base's.
 
-``KWX_BENCH_PROFILE=follow`` (one ``run_once`` per append), ``follow5`` (per 5 appends) or
+``KWX_BENCH_PROFILE=follow`` (one ``run_once`` per append), ``follow5`` (per 5 appends), ``follow36``
+(per 36, the gathered batches) or
 ``rebuild`` prints the top of a cProfile of that phase. ``KWX_BENCH_DUMP=1`` prints a hash of every
 ``proj_*`` table and of the checkpoints after the follow phases and after the rebuilds (the read
 models must hash the same before and after a change to the projector).
@@ -47,6 +48,8 @@ from typing import Any
 TABLES = int(os.environ.get("KWX_BENCH_TABLES", "60"))
 RECORD = int(os.environ.get("KWX_BENCH_RECORD", "0"))  # + tables that record rule violations
 HANDS = 4
+# KWX_BENCH_PROFILE's follow phases: (its value, appends per run_once, the phase's table tag)
+PROFILED = (("follow", 1, "c"), ("follow5", 5, "d"), ("follow36", 36, "g"))
 PRESETS = ("default", "platform_3d", "xiangyang", "shiyan", "xiaogan", "yunmeng")
 
 
@@ -413,7 +416,7 @@ def run() -> None:
                 tag,
                 per_run,
                 pg,
-                prof if (profile, per_run, tag) in (("follow", 1, "c"), ("follow5", 5, "d")) else None,
+                prof if (profile, per_run, tag) in PROFILED else None,
             )
             share = (py + db) / applied / INGEST[-1]
             print(f"follow, {mode}, run_once per {per_run} append(s) ({applied / wakeups:4.0f} events/run): "
