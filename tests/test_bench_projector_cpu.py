@@ -14,6 +14,24 @@ from projections import registry
 from tests.bench.bench_projector_cpu import _backends_cpu, _each_model_live, _models_only, _tables
 
 
+def test_kwx_bench_at_gives_every_simulated_event_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``KWX_BENCH_AT=1``: both benches' tables carry an ``at`` on every event (a settled hand then
+    counts in a player's day row too); without it none does (the corpus issue 16 was measured on)."""
+    import tests.bench
+    from tests.bench import bench_ingest
+
+    for at in (False, True):
+        monkeypatch.setattr(tests.bench, "AT", at)
+        events = [e for t in _tables(2, 2, "t") for e in t]
+        wire = [e for t in bench_ingest._tables(2) for e in t]
+        assert events and wire
+        assert all((e.at is not None) is at for e in events)
+        assert all(("at" in e) is at for e in wire)
+        if at:  # one day, as a platform's clock gives it: the table's times move forward
+            times = [e.at for e in events[:40]]
+            assert times == sorted(times) and times[0].startswith("2026-11-01T08:00")
+
+
 def test_the_models_line_runs_every_models_rows_and_writes(capsys: pytest.CaptureFixture[str]) -> None:
     us = _models_only(_tables(3, 4, "t"), page=200)
     line = capsys.readouterr().out

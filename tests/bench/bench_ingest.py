@@ -22,7 +22,8 @@ and a round starts only once the read models have caught up on the lines before 
 
 The events are simulated legal tables (``domain.simulate``, ``KWX_BENCH_TABLES`` ×
 ``KWX_BENCH_HANDS`` hands, default 96 × 8 ≈ 39,000 events: a round of kwx takes ≈ 1–2 s, a COPY
-round ≈ 0.6–1 s; with half that, one checkpoint or scheduler hiccup moved a round's rate by half).
+round ≈ 0.6–1 s; with half that, one checkpoint or scheduler hiccup moved a round's rate by half;
+``KWX_BENCH_AT=1``: every event with an ``at``, as a platform that sends its times — tests/bench/__init__.py).
 Prints events/s (best of ``KWX_BENCH_REPEAT``, 3) and the ratio kwx / COPY as the median over the
 rounds of each kwx round against the COPY round run just before it, once kwx's processes were quiet;
 then issue 16's CPU ratio from paired rounds (two ``kwx serve`` at once on two databases, projector
@@ -67,9 +68,10 @@ HANDS = int(os.environ.get("KWX_BENCH_HANDS", "8"))  # ≈ 52 events a hand: tab
 
 def _tables(count: int = TABLES) -> list[list[dict[str, Any]]]:
     from domain.simulate import simulate_table
+    from tests.bench import start
 
     return [
-        simulate_table(random.Random(seed), HANDS, {"preset": "default"}, f"b{seed}")
+        simulate_table(random.Random(seed), HANDS, {"preset": "default"}, f"b{seed}", start=start())
         for seed in range(count)
     ]
 
@@ -322,7 +324,10 @@ def run() -> None:
 
     tables = _tables()
     total = sum(len(t) for t in tables)
-    print(f"events: {total} in {TABLES} simulated tables of {HANDS} hands, batches of {BATCH}")
+    from tests.bench import AT
+
+    print(f"events: {total} in {TABLES} simulated tables of {HANDS} hands, batches of {BATCH}"
+          f"{', each with an at (KWX_BENCH_AT=1)' if AT else ''}")  # fmt: skip
     base_dir = Path(tempfile.mkdtemp(prefix="kwx-bench-"))
     server = start_embedded(base_dir / "pg", cleanup_mode="delete")
     try:

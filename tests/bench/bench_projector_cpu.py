@@ -27,7 +27,8 @@ On a fresh embedded PostgreSQL:
 ``proj_*`` table and of the checkpoints after the follow phases and after the rebuilds (the read
 models must hash the same before and after a change to the projector).
 Run: ``.venv/bin/python -m tests.bench projector_cpu`` (``KWX_BENCH_TABLES``, default 60 × 4 hands;
-``KWX_BENCH_RECORD=N`` adds N tables that record rule violations, stored with their rulings).
+``KWX_BENCH_RECORD=N`` adds N tables that record rule violations, stored with their rulings;
+``KWX_BENCH_AT=1``: every event with an ``at``, so the statistics write day rows too).
 """
 
 from __future__ import annotations
@@ -56,12 +57,13 @@ PRESETS = ("default", "platform_3d", "xiangyang", "shiyan", "xiaogan", "yunmeng"
 def _tables(n: int, hands: int, tag: str) -> list[list[Any]]:
     from domain.events import convert
     from domain.simulate import simulate_table
+    from tests.bench import start
 
     return [
         [
             convert(e)
             for e in simulate_table(
-                random.Random(seed), hands, {"preset": PRESETS[seed % 6]}, tag + str(seed)
+                random.Random(seed), hands, {"preset": PRESETS[seed % 6]}, tag + str(seed), start=start()
             )
         ]
         for seed in range(n)
@@ -378,6 +380,7 @@ def run() -> None:
     from services.bootstrap import bootstrap
     from services.db import ensure_database
     from services.settings import Settings
+    from tests.bench import AT
     from tests.bench.bench_ingest import postmaster_pid
 
     tables = _tables(TABLES, HANDS, "c")
@@ -400,7 +403,7 @@ def run() -> None:
         profile = os.environ.get("KWX_BENCH_PROFILE", "")
         prof = cProfile.Profile(time.process_time)
         print(f"events: {total} in {len(tables)} tables × {HANDS} hands ({RECORD} recording violations), "
-              "appended in batches of 100")  # fmt: skip
+              f"appended in batches of 100{', each with an at (KWX_BENCH_AT=1)' if AT else ''}")  # fmt: skip
         # issue 16: the projector reading the facts stored at append (its default), and folding
         # every event again as before (judge=None), each against the ingest path's own CPU
         folding = Projector(container.pool, store, engine, judge=None)
