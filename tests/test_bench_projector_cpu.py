@@ -27,6 +27,7 @@ def test_kwx_bench_at_gives_every_simulated_event_a_time(monkeypatch: pytest.Mon
         assert events and wire
         assert all((e.at is not None) is at for e in events)
         assert all(("at" in e) is at for e in wire)
+        assert ("KWX_BENCH_AT=1" in tests.bench.said()) is at  # the benches' events lines say so
         if at:  # one day, as a platform's clock gives it: the table's times move forward
             times = [e.at for e in events[:40]]
             assert times == sorted(times) and times[0].startswith("2026-11-01T08:00")

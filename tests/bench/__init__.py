@@ -15,3 +15,8 @@ numbers were measured on) no event has a time and the statistics write the total
 def start() -> datetime | None:
     """The simulated tables' first ``at`` (:data:`AT`), or None: no times."""
     return datetime(2026, 11, 1, 8, 0, tzinfo=UTC) if AT else None
+
+
+def said() -> str:
+    """What a bench's ``events:`` line adds when the events carry times (:data:`AT`), else nothing."""
+    return ", each with an at (KWX_BENCH_AT=1)" if AT else ""

@@ -321,13 +321,11 @@ def run() -> None:
     warnings.filterwarnings("ignore", module="platformdirs")
     from services.db import ensure_database, start_embedded
     from services.settings import Settings
+    from tests.bench import said
 
     tables = _tables()
     total = sum(len(t) for t in tables)
-    from tests.bench import AT
-
-    print(f"events: {total} in {TABLES} simulated tables of {HANDS} hands, batches of {BATCH}"
-          f"{', each with an at (KWX_BENCH_AT=1)' if AT else ''}")  # fmt: skip
+    print(f"events: {total} in {TABLES} simulated tables of {HANDS} hands, batches of {BATCH}{said()}")
     base_dir = Path(tempfile.mkdtemp(prefix="kwx-bench-"))
     server = start_embedded(base_dir / "pg", cleanup_mode="delete")
     try:

@@ -380,7 +380,7 @@ def run() -> None:
     from services.bootstrap import bootstrap
     from services.db import ensure_database
     from services.settings import Settings
-    from tests.bench import AT
+    from tests.bench import said
     from tests.bench.bench_ingest import postmaster_pid
 
     tables = _tables(TABLES, HANDS, "c")
@@ -403,7 +403,7 @@ def run() -> None:
         profile = os.environ.get("KWX_BENCH_PROFILE", "")
         prof = cProfile.Profile(time.process_time)
         print(f"events: {total} in {len(tables)} tables × {HANDS} hands ({RECORD} recording violations), "
-              f"appended in batches of 100{', each with an at (KWX_BENCH_AT=1)' if AT else ''}")  # fmt: skip
+              f"appended in batches of 100{said()}")  # fmt: skip
         # issue 16: the projector reading the facts stored at append (its default), and folding
         # every event again as before (judge=None), each against the ingest path's own CPU
         folding = Projector(container.pool, store, engine, judge=None)
