@@ -8,16 +8,19 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test test-under-load test-citus lint bench openapi clean install
+.PHONY: run test test-under-load test-citus lint bench openapi clean install lock
 
 # The first `make run` / `make test` on a machine says what it does, shows pip's own progress and
-# prints how long it took (about a minute); later runs skip this until pyproject.toml changes.
-$(STAMP): pyproject.toml
+# prints how long it took (about a minute); later runs skip this until pyproject.toml or
+# constraints.txt changes. constraints.txt pins every package to the versions the suite last passed
+# with, so a fresh clone (and CI) installs what was tested, not whatever PyPI released since;
+# `make lock` moves the pins to the newest releases pyproject.toml allows.
+$(STAMP): pyproject.toml constraints.txt
 	@echo "kwx: [1/2] making the virtualenv $(VENV) and installing kwx with its packages (once; about a minute)"
 	@start=$$(date +%s) && \
 	  $(PYTHON) -m venv $(VENV) && \
 	  $(BIN)/pip install --quiet --upgrade pip && \
-	  $(BIN)/pip install --progress-bar on --no-color -e '.[dev,bench]' && \
+	  $(BIN)/pip install --progress-bar on --no-color -c constraints.txt -e '.[dev,bench]' && \
 	  echo "kwx: [1/2] installed in $$(( $$(date +%s) - start )) s"
 	@touch $(STAMP)
 
@@ -88,6 +91,19 @@ bench: $(STAMP) $(COMPILED)
 
 openapi: $(STAMP)
 	$(BIN)/kwx openapi > openapi/openapi.json
+
+# New pins: a throwaway virtualenv takes the newest releases pyproject.toml allows, and its
+# `pip freeze` becomes constraints.txt (then `make test`, and commit both when it passes).
+LOCK_VENV := .venv-lock
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install --quiet --upgrade pip
+	$(LOCK_VENV)/bin/pip install --quiet -e '.[dev,bench,redis]'
+	{ echo "# The versions kwx's suite passed with: \`make install\` installs these (pip -c)."; \
+	  echo "# Written by \`make lock\` ($$($(LOCK_VENV)/bin/python -V)); change pyproject.toml for a range."; \
+	  $(LOCK_VENV)/bin/pip freeze --exclude-editable; } > constraints.txt
+	rm -rf $(LOCK_VENV)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
