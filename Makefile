@@ -83,6 +83,7 @@ test-citus: $(STAMP) $(COMPILED)
 
 lint: $(STAMP)
 	$(BIN)/ruff check domain services projections tests
+	$(BIN)/ruff format --check domain services projections tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

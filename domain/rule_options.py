@@ -92,6 +92,8 @@ _SECTIONS = {
     "shu_kan": "§7", "shang_lou": "§7", "service_fee": "§7", "liang_dao_hide_triplets": "§8",
     "liang_dao_min_wall": "§8", "liang_dao_forbid_feeding": "§8", "lou_hu": "§9",
 }  # fmt: skip
+
+
 def _options() -> tuple[Option, ...]:
     """The option table, from the annotations and defaults of :class:`Rules` itself."""
     hints = get_type_hints(Rules, include_extras=True)

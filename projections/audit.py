@@ -123,22 +123,31 @@ def _kong_chains(state: Any, records: Sequence[Any], lang: str) -> list[dict[str
             factor = chain_factor(k.chain, rules.kong_chain_cap) if rules is not None else 2 ** (k.chain - 1)
             points = getattr(rules.kong_points, k.kind) if rules is not None else 0
             coins = [
-                {"from": t.from_, "to": t.to, "amount": t.amount, "detail": t.detail,
-                 "detail_zh": _coin_zh(k.kind, TILE_NAMES[k.tile], points, factor, rec.base, t.amount)}
+                {
+                    "from": t.from_,
+                    "to": t.to,
+                    "amount": t.amount,
+                    "detail": t.detail,
+                    "detail_zh": _coin_zh(k.kind, TILE_NAMES[k.tile], points, factor, rec.base, t.amount),
+                }
                 for t in (settlement.transfers if settlement is not None else ())
                 if t.reason == "kong" and t.event == k.event
             ]
             tile = TILE_NAMES[k.tile]
             if k.robbed:
                 en = f"seat {k.seat}'s {k.kind} kong of {tile} at event {k.event} was robbed: it pays nothing"
-                zh = (f"{wording.short_seat(k.seat, 'zh')}在第{k.event}事件的{_KONG_ZH[k.kind]}"
-                      f"{wording.tile(tile, 'zh')}被抢杠：抢的杠不算杠")
+                zh = (
+                    f"{wording.short_seat(k.seat, 'zh')}在第{k.event}事件的{_KONG_ZH[k.kind]}"
+                    f"{wording.tile(tile, 'zh')}被抢杠：抢的杠不算杠"
+                )
             else:
                 en = (f"seat {k.seat} {k.kind} kong of {tile} at event {k.event}: kong {k.chain} of its chain, "  # noqa: E501
                       f"{points} points × factor {factor} × base")  # fmt: skip
-                zh = (f"{wording.short_seat(k.seat, 'zh')}第{k.event}事件{_KONG_ZH[k.kind]}"
-                      f"{wording.tile(tile, 'zh')}："
-                      f"杠上杠第{k.chain}杠，{points}分×{factor}倍×底分")
+                zh = (
+                    f"{wording.short_seat(k.seat, 'zh')}第{k.event}事件{_KONG_ZH[k.kind]}"
+                    f"{wording.tile(tile, 'zh')}："
+                    f"杠上杠第{k.chain}杠，{points}分×{factor}倍×底分"
+                )
             item = {
                 "event": k.event, "seat": k.seat, "kind": k.kind, "tile": tile, "k": k.chain,
                 "points": points, "factor": factor, "robbed": k.robbed, "source": k.source,
@@ -201,8 +210,9 @@ def _wall_checks(
             w["result"] = "ok" if not problems else problems[0]["rule"]
         mode_en = _WALL_EN[w["mode"]]
         mode_zh = _WALL_ZH[w["mode"]]
-        result_zh = wording.pick("zh", wording.WALL_RESULTS.get(w["result"]) or wording.CODES.get(
-            w["result"], ("结果未知", "")))
+        result_zh = wording.pick(
+            "zh", wording.WALL_RESULTS.get(w["result"]) or wording.CODES.get(w["result"], ("结果未知", ""))
+        )
         w["message"] = _msg(lang, f"hand {hand}: {mode_en}; result {w['result']}",
                             f"第{hand}局：{mode_zh}；{result_zh}")  # fmt: skip
         out.append(w)

@@ -19,9 +19,10 @@ VECTORS: list[dict[str, Any]] = [
 ]
 
 
-
 def kwx_score(
-    lines: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    lines: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
     exit_code: int | None = 0,
 ) -> list[Any]:
     """``kwx score`` on ``lines`` via stdin: the result lines; the exit code must be ``exit_code``
@@ -55,10 +56,7 @@ def check(vector: dict[str, Any], result: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(
     "vector",
-    [
-        pytest.param(v, id=v["id"])
-        for v in VECTORS
-    ],
+    [pytest.param(v, id=v["id"]) for v in VECTORS],
 )
 def test_vector(
     vector: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -244,7 +244,7 @@ def table_hands(
         _MODELS,
         lambda src: reading(
             src.pool, lambda conn: discovery_queries.hands(conn, principal.tenant, table_id, after, limit)
-        )
+        ),
     )
     if table is None:
         raise NotFound(f"no table {table_id!r} with hands")

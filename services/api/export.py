@@ -58,7 +58,12 @@ _NDJSON = {
 
 
 def _lines(
-    src: Container | Source, tenant: str, table_id: str, first: int, last: int, head_line: bytes,
+    src: Container | Source,
+    tenant: str,
+    table_id: str,
+    first: int,
+    last: int,
+    head_line: bytes,
     previous: bytes,
 ) -> Iterator[bytes]:
     yield head_line
@@ -108,8 +113,6 @@ def table_export(
 
     # events 1 … head: on the replica once it holds them (services/replica.py)
     return container.table_read(tenant, table_id, head.version, build)
-
-
 
 
 @router.get(

@@ -146,7 +146,8 @@ class Health(BaseModel):
         None, description="the read models' freshness (absent when the database does not answer)"
     )
     replica: ReplicaHealth | None = Field(
-        None, description="the read replica (DATABASE_READ_URL) and its lag; absent without one. The "
+        None,
+        description="the read replica (DATABASE_READ_URL) and its lag; absent without one. The "
         "read models' freshness on it is the projector's lag plus the replica's",
     )
 

@@ -116,8 +116,10 @@ def run() -> None:
         us = recording_cost_us()
         share = us / (off * 1000)
         spread = max(ratios) - min(ratios)
-        print(f"what metrics add to one append request, timed directly: {us:.1f} µs of CPU (best of 5 x "
-              f"20,000, multiprocess) = {share:.2%} of the {off:.3f} ms per batch with metrics off")
+        print(
+            f"what metrics add to one append request, timed directly: {us:.1f} µs of CPU (best of 5 x "
+            f"20,000, multiprocess) = {share:.2%} of the {off:.3f} ms per batch with metrics off"
+        )
         print(f"issue 15's goal, metrics cost <= {GOAL - 1:.0%} of ingest CPU: paired rounds "
               f"{'met' if median <= GOAL else 'not shown'} ({median:.3f}, spread {spread:.2f}); "
               f"recording calls {'met' if share <= GOAL - 1 else 'below'} ({share:.2%})")  # fmt: skip

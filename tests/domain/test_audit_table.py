@@ -285,8 +285,14 @@ def test_pin_dao_full_small_hand_counts_no_hidden_four() -> None:
     ("preset", "diff"),
     [
         ("default", {}),
-        ("xiangyang", {"exhausted_liang_dao": "first_declarer_pays_each",
-                       "exhausted_dealer": "first_declarer", "pin_dao": "full"}),
+        (
+            "xiangyang",
+            {
+                "exhausted_liang_dao": "first_declarer_pays_each",
+                "exhausted_dealer": "first_declarer",
+                "pin_dao": "full",
+            },
+        ),
         ("shiyan", {"cap": 8, "cap_exempt": {}, "shang_lou": True}),
         ("xiaogan", {"shu_kan": True, "liang_dao_min_wall": 12}),
         ("yunmeng", {"lou_hu": "unless_bigger", "pin_dao": "full", "rob_kong": False}),

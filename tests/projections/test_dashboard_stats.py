@@ -217,9 +217,7 @@ def test_a_table_without_times_counts_in_the_totals_and_in_no_period(
     Projector(container.pool, container.store, engine).catch_up()
     played = len([s for s in engine.fold([convert(e) for e in events]).settlements if s.end != "aborted"])
     after = hands()
-    assert {p: after[p] - before.get(p, 0) for p in after} == {
-        p: (played if p in trio else 0) for p in after
-    }
+    assert {p: after[p] - before.get(p, 0) for p in after} == {p: (played if p in trio else 0) for p in after}
     assert hands(since="2026-11-01", until="2026-11-30") == period
     stats = client.get("/v1/players/ann/stats", headers=dashboard).json()["overall"]
     assert stats["hands_played"] == after["ann"]

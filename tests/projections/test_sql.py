@@ -144,7 +144,9 @@ def test_a_json_column_keeps_the_text_as_written(conn: psycopg.Connection[Any]) 
     stmt.execute(conn, [{"k": f"k{i}", "doc": d} for i, d in enumerate(docs)])
     got = conn.execute("SELECT doc::text, doc FROM scratch_json ORDER BY k").fetchall()
     assert [g[0] for g in got] == [
-        '{"settlement":{"zz":1,"a":[1,null,"卡五星"]},"end":"hu"}', None, '[3,{"b":2,"a":1}]'
+        '{"settlement":{"zz":1,"a":[1,null,"卡五星"]},"end":"hu"}',
+        None,
+        '[3,{"b":2,"a":1}]',
     ]
     assert [g[1] for g in got] == docs
 

@@ -137,9 +137,7 @@ def _dump_all(url: str) -> dict[str, list[tuple[Any, ...]]]:
                 )
             ]
             listed = ", ".join(f'"{c}"::text' for c in cols)
-            out[table.name] = conn.execute(
-                f"SELECT {listed} FROM {table.name} ORDER BY {listed}"
-            ).fetchall()
+            out[table.name] = conn.execute(f"SELECT {listed} FROM {table.name} ORDER BY {listed}").fetchall()
     return out
 
 

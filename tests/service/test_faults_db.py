@@ -834,6 +834,7 @@ def _terminate(url: str, pid: int) -> None:
 def _terminate_when_asleep(url: str, pid: int) -> None:
     """End backend ``pid`` once it is seen running ``pg_sleep`` (a condition, not a delay)."""
     with psycopg.connect(url, autocommit=True) as conn:
+
         def asleep() -> bool:
             row = conn.execute(
                 "SELECT query FROM pg_stat_activity WHERE pid = %s AND state = 'active'", (pid,)

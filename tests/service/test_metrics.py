@@ -175,7 +175,7 @@ def test_every_worker_and_the_projector_are_counted(pg_cluster: Any, tmp_path: P
                     answer = client.post(f"/v1/tables/m-{t}/events",
                                          json={"events": wire[k:k + 25], "expected_version": k})  # fmt: skip
                     assert answer.status_code == 201, answer.text
-                    appended += len(wire[k:k + 25])
+                    appended += len(wire[k : k + 25])
             # a recorded violation (violations: "record") and a refused event: their series exist too
             from tests.service.streams import GOLDEN, load
 

@@ -81,9 +81,10 @@ def test_0020_the_settlements_are_the_feeds_and_down_gives_the_model_back_empty(
         feed_versions = conn.execute(
             "SELECT version FROM proj_feed WHERE kind = 'settlement' ORDER BY seq"
         ).fetchall()
-        assert conn.execute(
-            "SELECT settled_event FROM proj_hand_settlements ORDER BY ordinal"
-        ).fetchall() == feed_versions
+        assert (
+            conn.execute("SELECT settled_event FROM proj_hand_settlements ORDER BY ordinal").fetchall()
+            == feed_versions
+        )
         assert conn.execute(CHECKPOINT).fetchone() == conn.execute(PARKED).fetchone() == (0,)
         conn.execute("SET ROLE kwx_app")
         assert conn.execute("SELECT count(*) FROM proj_hand_settlements").fetchone() == (len(settlements),)
