@@ -153,10 +153,7 @@ def decode_ndjson(raw: bytes, expected: int | None) -> Append:
     try:
         _check_events(body, raw)
     except (Malformed, BadRules) as error:
-        index = error.extra.get("index")
-        if index is None and (at := _EVENT_AT.match(str(error.extra.get("field", "")))) is not None:
-            index = int(at[1])
-        line = append.line_of(index)
+        line = append.line_of(error.extra.get("index"))
         if line is not None:
             raise _with_line(error, line) from None
         raise
@@ -214,8 +211,9 @@ _BASE_FIELD = re.compile(r"^\$\.events\[([0-9]+)\]\.(base|rules)$")
 
 def decode_append(raw: bytes) -> AppendBody:
     """The append's body, decoded and admitted: every event of the shape its type decodes with
-    (``malformed``, naming the JSON path, the valid values listed) and, as a new event, admitted by
-    ``domain.admission`` (a real ``at``, rules within today's ranges: ``bad_rules``, report amounts).
+    (``malformed``, naming the JSON path, the valid values listed, and ``index`` when the path is
+    inside an event) and, as a new event, admitted by ``domain.admission`` (a real ``at``, rules
+    within today's ranges: ``bad_rules``, report amounts).
     Nothing is changed: what is stored are the bytes as sent."""
     try:
         body = _decoder.decode(raw)
@@ -225,7 +223,10 @@ def decode_append(raw: bytes) -> AppendBody:
         bad = _BASE_FIELD.match(field)
         if bad is not None:  # base and the rules object are the table's rules (docs/rules-options.md)
             raise _bad_rules_at(raw, int(bad[1]), bad[2], text) from None
-        raise Malformed(explain(text), field=field) from None
+        at = _EVENT_AT.match(field)
+        if at is None:
+            raise Malformed(explain(text), field=field) from None
+        raise Malformed(explain(text), field=field, index=int(at[1])) from None
     except msgspec.DecodeError as exc:  # "$": the body as a whole (CONTRACT §3: 400 naming the field)
         raise BadRequest(f"body is not valid JSON: {exc}", field="$") from None
     except RecursionError:
@@ -241,7 +242,7 @@ def _check_events(body: AppendBody, raw: bytes) -> None:
         for i, event in enumerate(body.events):
             path = _nul_path(msgspec.to_builtins(event), f"$.events[{i}]")
             if path is not None:
-                raise Malformed(f"NUL character not allowed - at `{path}`", field=path)
+                raise Malformed(f"NUL character not allowed - at `{path}`", field=path, index=i)
     for i, event in enumerate(body.events):
         refusal = admit(event)
         if refusal is not None:

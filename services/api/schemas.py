@@ -185,8 +185,11 @@ ERROR_STATUSES: dict[int, str] = {
     408: "request_timeout: the body did not arrive within KWX_BODY_TIMEOUT seconds",
     409: "version_conflict (with current_version) or id_conflict",
     413: "payload_too_large or batch_too_large",
-    415: "unsupported_media_type: the body is not sent as application/json",
-    422: "malformed (field), bad_rules (field, allowed), invalid_table_id or illegal_event (index, rule)",
+    415: "unsupported_media_type: the body is not sent as application/json (or application/x-ndjson)",
+    422: (
+        "malformed (field; index when it is inside an appended event), bad_rules (field, allowed), "
+        "invalid_table_id or illegal_event (index, rule)"
+    ),
     429: "rate_limited: over KWX_RATE_LIMIT_KEY or KWX_RATE_LIMIT_TENANT (scope, limit, retry_after)",
     431: "request_header_fields_too_large: headers over KWX_MAX_HEADER_BYTES or KWX_MAX_HEADERS",
     501: "not_kept: this deployment does not keep the read model the route answers from (KWX_READ_MODELS; "

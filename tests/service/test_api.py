@@ -163,6 +163,10 @@ def test_a_malformed_event_names_its_index_and_field(client: Any, platform: Head
     answer = post(client, table_id, bad, platform, 0)
     assert answer.status_code == 422
     assert answer.json()["field"].startswith("$.events[3].")
+    assert answer.json()["index"] == 3, answer.text  # as an illegal event's, and as JSON lines say it
+    nul = post(client, table_id, [*wire[:2], dict(wire[2], id="a\x00b")], platform, 0)
+    assert nul.status_code == 422, nul.text
+    assert (nul.json()["field"], nul.json()["index"]) == ("$.events[2].id", 2)
 
 
 CLOSE = b'{"type": "table_closed", "id": "x"}'

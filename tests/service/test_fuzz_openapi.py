@@ -8,13 +8,19 @@ a table that exists (so the read routes run on real data). Checks: never a 5xx, 
 is ``{"error": str, "message": str, …}``, the status is one the document declares, the content
 type and the body conform to it, and schema-invalid input is refused with a 4xx. Bounded: a few
 hundred requests in all.
+
+The append's JSON-lines body (``application/x-ndjson``, a string in the document) is sent as the
+generated text's bytes, and every generated JSON append body that has a JSON-lines twin (its events
+one per line, ``expected_version`` in the query) is sent both ways to two new tables: the answers
+must agree — status, error code, field and event index, the line naming that event.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -44,6 +50,55 @@ CHECKS = [
     negative_data_rejection,
 ]
 ROLES = itertools.cycle(("platform", "support", "dashboard"))
+APPEND = "/v1/tables/{table_id}/events"
+NDJSON = "application/x-ndjson"
+
+
+@schemathesis.serializer(NDJSON)
+def _ndjson_body(_ctx: Any, value: Any) -> dict[str, Any]:
+    """The generated string as its bytes (a lone surrogate stays a byte sequence that is not UTF-8:
+    hostile input the route must refuse with a 4xx); a value the document does not allow (a
+    negative case) as its JSON text."""
+    if isinstance(value, bytes):
+        return {"data": value}
+    text = value if isinstance(value, str) else json.dumps(value)
+    return {"data": text.encode("utf-8", "surrogatepass")}
+
+
+def _wire(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+OPENED = legal_table(12, 1)[:2]  # a table opened and its first hand dealt
+PREFIXES = itertools.cycle((0, 1, 2))
+
+
+def _lines_twin(body: Any) -> tuple[bytes, bytes, dict[str, str]] | None:
+    """A JSON append body and the same batch in JSON lines, each event's bytes the same in both
+    (JSON body, JSON-lines body, query); None when it has no twin: not an object of ``events`` (a
+    non-empty list) and ``expected_version`` (an integer, null or absent) alone. The generated
+    events come after none, one or two legal ones in turn (the table opened, its hand dealt), so
+    that they are judged at a later index and on a table in play."""
+    if not isinstance(body, dict) or not set(body) <= {"events", "expected_version"}:
+        return None
+    events, expected = body.get("events"), body.get("expected_version")
+    if not isinstance(events, list) or not events:
+        return None
+    events = [*OPENED[: next(PREFIXES)], *events]
+    if expected is not None and type(expected) is not int:
+        return None  # the query's text cannot tell a JSON string, float or bool from an int
+    query = {} if expected is None else {"expected_version": str(expected)}
+    head = b"" if "expected_version" not in body else b'"expected_version": ' + _wire(expected) + b", "
+    as_json = b"{" + head + b'"events": [' + b", ".join(map(_wire, events)) + b"]}"
+    return as_json, b"\n".join(map(_wire, events)), query
+
+
+def _answer(response: Any) -> tuple[int, Any, Any, Any, Any]:
+    body = response.json() if response.status_code >= 400 else {}
+    field = body.get("field")
+    if field == "query.expected_version":  # JSON lines carry it in the query, JSON in the body
+        field = "$.expected_version"
+    return response.status_code, body.get("error"), field, body.get("index"), body.get("rule")
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +122,14 @@ def fuzz_table(app: Any, fuzz_keys: dict[str, dict[str, str]]) -> str:
     return table_id
 
 
+@pytest.fixture(scope="module")
+def direct(app: Any) -> Iterator[Any]:
+    from fastapi.testclient import TestClient
+
+    with TestClient(app) as client:
+        yield client
+
+
 def _check_error_body(response: Any) -> None:
     assert response.status_code < 500, (response.status_code, response.text[:300])
     if response.status_code >= 400:
@@ -83,7 +146,7 @@ def _check_error_body(response: Any) -> None:
     suppress_health_check=list(HealthCheck),
 )
 def test_every_operation_against_the_openapi_document(
-    case: Any, app: Any, fuzz_keys: dict[str, dict[str, str]], fuzz_table: str
+    case: Any, app: Any, fuzz_keys: dict[str, dict[str, str]], fuzz_table: str, direct: Any
 ) -> None:
     generated = case.headers or {}
     headers = {k: v for k, v in generated.items() if k.lower() != "authorization"}
@@ -106,3 +169,29 @@ def test_every_operation_against_the_openapi_document(
         response = case.call(app=app, headers=headers)
         _check_error_body(response)
         case.validate_response(response, checks=CHECKS[:-1])
+    if case.path == APPEND and case.method == "POST" and case.media_type == "application/json":
+        twin = _lines_twin(case.body)
+        if twin is not None:
+            _the_lines_twin_answers_alike(direct, fuzz_keys["platform"], *twin)
+
+
+def _the_lines_twin_answers_alike(
+    client: Any, key: dict[str, str], body: bytes, lines: bytes, query: dict[str, str]
+) -> None:
+    """The batch as JSON to one new table and as JSON lines to another: the same answer; an error
+    about an event names its line (each event on its own line: line = index + 1)."""
+    tag = uuid.uuid4().hex[:10]
+    as_json = client.post(
+        f"/v1/tables/fzj-{tag}/events", content=body, headers={**key, "Content-Type": "application/json"}
+    )
+    as_lines = client.post(
+        f"/v1/tables/fzl-{tag}/events",
+        content=lines,
+        params=query,
+        headers={**key, "Content-Type": NDJSON},
+    )
+    _check_error_body(as_lines)
+    assert _answer(as_lines) == _answer(as_json), (as_json.text[:300], as_lines.text[:300])
+    index = _answer(as_json)[3]
+    if isinstance(index, int):
+        assert as_lines.json().get("line") == index + 1, as_lines.text[:300]
