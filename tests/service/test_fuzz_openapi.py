@@ -84,9 +84,9 @@ def _lines_twin(body: Any) -> tuple[bytes, bytes, dict[str, str]] | None:
     events, expected = body.get("events"), body.get("expected_version")
     if not isinstance(events, list) or not events:
         return None
-    events = [*OPENED[: next(PREFIXES)], *events]
     if expected is not None and type(expected) is not int:
         return None  # the query's text cannot tell a JSON string, float or bool from an int
+    events = [*OPENED[: next(PREFIXES)], *events]
     query = {} if expected is None else {"expected_version": str(expected)}
     head = b"" if "expected_version" not in body else b'"expected_version": ' + _wire(expected) + b", "
     as_json = b"{" + head + b'"events": [' + b", ".join(map(_wire, events)) + b"]}"
