@@ -191,7 +191,8 @@ def _the_lines_twin_answers_alike(
         headers={**key, "Content-Type": NDJSON},
     )
     _check_error_body(as_lines)
-    assert _answer(as_lines) == _answer(as_json), (as_json.text[:300], as_lines.text[:300])
-    index = _answer(as_json)[3]
+    answer = _answer(as_json)
+    assert _answer(as_lines) == answer, (as_json.text[:300], as_lines.text[:300])
+    index = answer[3]
     if isinstance(index, int):
         assert as_lines.json().get("line") == index + 1, as_lines.text[:300]
