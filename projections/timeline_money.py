@@ -281,16 +281,12 @@ def settlement_lines(h: Hand, lang: str) -> list[dict[str, Any]]:
     for t in s.transfers:
         reason = w.pick(lang, w.REASONS[t.reason])
         why = reason_text(h, t, lang)
+        if why:
+            reason += f"：{why}" if zh else f": {why}"
         text = (
-            (
-                f"结算（第{t.event}事件）：{pay_text(t.from_, t.to, t.amount, h, lang)}，{reason}"
-                + (f"：{why}" if why else "")
-            )
+            f"结算（第{t.event}事件）：{pay_text(t.from_, t.to, t.amount, h, lang)}，{reason}"
             if zh
-            else (
-                f"settlement (event {t.event}): {pay_text(t.from_, t.to, t.amount, h, lang)}, {reason}"
-                + (f": {why}" if why else "")
-            )
+            else f"settlement (event {t.event}): {pay_text(t.from_, t.to, t.amount, h, lang)}, {reason}"
         )
         out.append(
             {
@@ -310,6 +306,7 @@ def settlement_lines(h: Hand, lang: str) -> list[dict[str, Any]]:
                     "event": t.event,
                     "detail": t.detail,
                 },
+                "why": reason,
                 "text": text,
             }
         )

@@ -11,7 +11,7 @@ names ``5p`` … stay in the structured fields). Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from domain.tiles import TILE_NAMES
 
@@ -145,6 +145,49 @@ def patterns(hits: Sequence[tuple[str, int]], lang: str) -> str:
     if not hits:
         return "屁胡 ×1" if lang == "zh" else "plain win ×1"
     return ("，" if lang == "zh" else ", ").join(pattern(p, x, lang) for p, x in hits)
+
+
+def cap(
+    multiplier: int,
+    capped: int,
+    shu_kan: int,
+    ids: Sequence[str],
+    rules_cap: int | None,
+    cap_exempt: Mapping[str, int] | None,
+    lang: str,
+) -> str:
+    """What the cap did to a win, in words: the decision of ``domain.fan._settle`` (which the
+    engine records in English as the win's ``cap_note``) said again from the win's numbers and the
+    table's rules, so that it can be said in Chinese too. The English form is the engine's note
+    without its 数坎 detail (``tests/projections/test_timeline_render.py`` holds the two equal over
+    every preset's simulated wins). ``ids``: the win's pattern ids."""
+    zh = lang == "zh"
+    if rules_cap is None:
+        text = "不封顶" if zh else "no cap"
+    else:
+        exempt = [(cap_exempt[i], i) for i in ids if i in cap_exempt] if cap_exempt else []
+        if exempt:
+            value, pid = max(exempt)
+            limit = max(rules_cap, value)
+            name = PATTERNS.get(pid, (pid, pid))[0]
+            text = (
+                f"封顶{rules_cap}番，{name}例外封顶{limit}番"
+                if zh
+                else f"cap {rules_cap} replaced by {limit} for {pid} (cap_exempt)"
+            )
+            if capped < multiplier:
+                text += f"：{multiplier}番 → {capped}番" if zh else f": {multiplier} → {capped}"
+        elif capped < multiplier:
+            text = (
+                f"封顶{rules_cap}番：{multiplier}番 → {capped}番"
+                if zh
+                else f"cap {rules_cap}: {multiplier} → {capped}"
+            )
+        else:
+            text = f"未超过封顶{rules_cap}番" if zh else f"under cap {rules_cap}"
+    if shu_kan:
+        text += f"；封顶后另加数坎{shu_kan}番" if zh else f"; 数坎 +{shu_kan} after the cap"
+    return text
 
 
 def code(c: str, lang: str) -> str:

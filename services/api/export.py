@@ -241,7 +241,9 @@ def _report(src: Source, table_id: str, hand: int, head: Any, tenant: str, langu
     by_version = {v: e for v, e, _ in got.events}
     ruling_of = {v: r for v, _, r in got.events}
     settled = read._find(state.settlements, hand)
-    settlement = read._derivation(settled, by_version, state.rulings) if settled is not None else None
+    settlement = (
+        read._derivation(settled, by_version, state.rules, state.rulings) if settled is not None else None
+    )
 
     previous = chain_reads.hash_before(src.pool, tenant, table_id, first)
     start, computed, verified = previous, previous, True

@@ -24,6 +24,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from projections import wording
 from services.api import read_schemas, schemas
 from services.api.deps import (
     PRESET_ENUM,
@@ -229,20 +230,27 @@ def _violation_of(win: dict[str, Any], rulings: Any) -> Any:
     return None
 
 
-def _derivation(settlement: Any, events: dict[int, Any], rulings: Any = ()) -> dict[str, Any]:
+def _derivation(settlement: Any, events: dict[int, Any], rules: Any, rulings: Any = ()) -> dict[str, Any]:
+    """The settlement with each win's derivation, in English (the engine's own notes) and in
+    Chinese (``*_zh``: the same numbers in projections/wording.py's words)."""
     body: dict[str, Any] = msgspec.to_builtins(settlement)
     for w in body["wins"]:
         ruling = _violation_of(w, rulings)
+        ids = [p["id"] for p in w["patterns"]]
+        product = " × ".join(str(p["x"]) for p in w["patterns"]) + f" = {w['multiplier']}"
         derivation: dict[str, Any] = {
             "patterns": [
                 f"{p['id']} ×{p['x']}" + (f" ({p['detail']})" if p.get("detail") else "")
                 for p in w["patterns"]
             ],
+            "patterns_zh": [wording.pattern(p["id"], p["x"], "zh") for p in w["patterns"]],
             "decomposition": w.get("decomposition", ""),
-            "multiplier": " × ".join(str(p["x"]) for p in w["patterns"]) + f" = {w['multiplier']}"
-            if w["patterns"]
-            else "屁胡 ×1",
+            "multiplier": product if w["patterns"] else "屁胡 ×1",
+            "multiplier_zh": product if w["patterns"] else "屁胡 ×1",
             "cap": w.get("cap_note", ""),
+            "cap_zh": wording.cap(
+                w["multiplier"], w["capped"], w["shu_kan"], ids, rules.cap, rules.cap_exempt, "zh"
+            ),
             "payable": w["payable"],
             "violation": None,
         }
@@ -259,6 +267,8 @@ def _derivation(settlement: Any, events: dict[int, Any], rulings: Any = ()) -> d
             }
             if not_a_win:
                 derivation["multiplier"] = "not a win (no multiplier): pays nothing"
+                derivation["multiplier_zh"] = "不是胡牌（没有番数）：不付分"
+                derivation["cap_zh"] = "不成胡牌牌型：记录在案，不付分"
         w["derivation"] = derivation
     for t in body["transfers"]:
         ev = events.get(t["event"])
@@ -308,7 +318,7 @@ def hand_settlement(
     if actual is None:
         raise NotFound(f"hand {hand} of {table_id!r} is not settled")
     body: dict[str, Any] = {"table_id": table_id, "hand": hand, "rules": msgspec.to_builtins(state.rules)}
-    body["settlement"] = _derivation(actual, by_version, state.rulings)
+    body["settlement"] = _derivation(actual, by_version, state.rules, state.rulings)
     if override is not None:
         from domain.engine import IllegalEvent
 
@@ -323,7 +333,9 @@ def hand_settlement(
         body["what_if"] = {
             "rules_override": override,
             "rules": msgspec.to_builtins(other.rules),
-            "settlement": _derivation(alt, by_version, other.rulings) if alt is not None else None,
+            "settlement": _derivation(alt, by_version, other.rules, other.rulings)
+            if alt is not None
+            else None,
             "net_difference": [b - a for a, b in zip(actual.net, alt.net, strict=True)]
             if alt is not None
             else None,

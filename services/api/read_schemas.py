@@ -89,10 +89,16 @@ class ViolationEffect(_S):
 
 
 class Derivation(_S):
+    """A win's derivation: each pattern, the product, what the cap did, what is paid — in English
+    (the engine's notes) and Chinese (``*_zh``)."""
+
     patterns: list[str]
+    patterns_zh: list[str]
     decomposition: str
     multiplier: str
+    multiplier_zh: str
     cap: str
+    cap_zh: str
     payable: int
     violation: ViolationEffect | None
 

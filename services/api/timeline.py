@@ -44,6 +44,11 @@ class Line(BaseModel):
         description="recorded violation codes and lou_hu / kong / kong_chain / liang_dao …"
     )
     text: str = Field(description="the line in the answer's language")
+    why: str | None = Field(
+        None,
+        description="a transfer line only: its reason and what gave it, in the answer's language "
+        "(the end of its text), e.g. 胡牌：自摸2筒，亮倒 ×2",
+    )
 
 
 class LouHuSummary(BaseModel):
@@ -101,7 +106,8 @@ def hand_timeline(
     type, or ``transfer`` / ``net`` at the hand's end), ``tiles`` (wire names), ``codes`` (ruling
     codes and markers: ``lou_hu``, ``kong_chain``, ``liang_dao``, a recorded violation's code …),
     ``text``; and per kind ``candidates`` (who could have won, what it would have paid, what became
-    of it), ``kong`` (chain, link, coins), ``liang_dao`` (waits), ``wins``, ``transfer``. ``lou_hu``
+    of it), ``kong`` (chain, link, coins), ``liang_dao`` (waits), ``wins``, ``transfer`` (with ``why``: its
+    reason and what gave it, in the answer's language). ``lou_hu``
     sums up each 漏胡: what it would have paid (patterns, coins), when it lifted, which later wins
     it blocked."""
     head = table_of(container, principal, table_id, "support")

@@ -325,6 +325,61 @@ def test_the_audit_panel_explains_a_kong_chain_and_a_settlement_with_a_what_if(p
     expect(page.locator("#settlement .whatif-net")).to_contain_text(want)
 
 
+def test_a_settlement_reads_in_the_pages_language(page: Any, desk: Desk) -> None:
+    """Every settled hand of the kong table, in zh then en: each win's patterns by name with their
+    factor (the names the hand's timeline gives), its product, cap and payable (the derivation's
+    ``*_zh`` in Chinese), and each transfer's payer, payee and why (the timeline's words) beside the
+    engine's arithmetic; nothing reads ``undefined``."""
+    table = KONG_TABLE
+    hands = [h for h in desk.api(f"/v1/tables/{table}/hands")["hands"] if h["end"] == "hu"]
+    assert hands
+    open_at(page, desk, table, hands[0]["last_event"])
+    zh = {"payable": "按{}番付", "cap": "cap_zh", "product": "multiplier_zh"}
+    en = {"payable": "paid at ×{}", "cap": "cap", "product": "multiplier"}
+    for lang, words in (("zh", zh), ("en", en)):
+        if lang == "en":
+            page.click("#lang")
+            expect(page.locator("#next")).to_contain_text("step")  # redrawn: the jump box is ours again
+        for h in hands:
+            page.fill("#jump-at", str(h["last_event"]))
+            page.click("#jump-form button[type=submit]")
+            expect(page.locator("#step")).to_have_attribute("data-at", str(h["last_event"]))
+            settled = desk.api(f"/v1/tables/{table}/hands/{h['hand']}/settlement")["settlement"]
+            tl = desk.api(f"/v1/tables/{table}/hands/{h['hand']}/timeline", lang=lang)["lines"]
+            said = {(x["version"], w["seat"]): w for x in tl if x["kind"] == "hu" for w in x["wins"]}
+            expect(page.locator("#settlement .derivation")).to_have_count(len(settled["wins"]))
+            for i, win in enumerate(settled["wins"]):
+                box = page.locator("#settlement .derivation").nth(i)
+                names = {p["id"]: p["name"] for p in said[(win["event"], win["seat"])]["patterns"]}
+                shown = box.locator("li.pattern").all_inner_texts()
+                assert len(shown) == len(win["patterns"])
+                for text, pat in zip(shown, win["patterns"], strict=True):
+                    assert text.startswith(f"{names[pat['id']]} ×{pat['x']}"), (text, pat)
+                d = win["derivation"]
+                line = box.locator("li.multiplier").inner_text()
+                if win["patterns"]:
+                    assert d[words["product"]] in line, (line, d)
+                assert d[words["cap"]] in line and words["payable"].format(win["payable"]) in line, (line, d)
+            why = {
+                (
+                    x["transfer"]["from"],
+                    x["transfer"]["to"],
+                    x["transfer"]["amount"],
+                    x["transfer"]["event"],
+                ): x["why"]
+                for x in tl
+                if x["kind"] == "transfer"
+            }
+            rows = page.locator("#settlement table.transfers tr[data-event]")
+            expect(rows).to_have_count(len(settled["transfers"]))
+            for i, x in enumerate(settled["transfers"]):
+                row = rows.nth(i)
+                expect(row.locator(".why")).to_have_text(why[(x["from"], x["to"], x["amount"], x["event"])])
+                expect(row.locator(".detail")).to_have_text(x["detail"])
+                expect(row.locator(".amount")).to_have_text(str(x["amount"]))
+            assert "undefined" not in page.inner_text("#settlement")
+
+
 def test_the_dispute_report_lists_every_event_with_its_hash(page: Any, desk: Desk) -> None:
     table = KONG_TABLE
     open_at(page, desk, table, 40)

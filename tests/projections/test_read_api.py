@@ -14,6 +14,7 @@ import pytest
 
 from domain import engine
 from domain.events import convert
+from projections import wording
 from projections.projector import Projector
 from projections.views import full_view, seat_view
 from tests.projections.helpers import append, simulated
@@ -114,6 +115,24 @@ def test_settlement_with_derivation_and_under_other_rules(client: Any, platform:
     ]
     win = got["wins"][0]
     assert win["derivation"]["patterns"] and win["derivation"]["decomposition"]
+    # the derivation in Chinese too: each pattern by its Chinese name, the cap in words
+    zh = [f"{wording.PATTERNS[p['id']][0]} ×{p['x']}" for p in win["patterns"]]
+    assert (
+        win["derivation"]["patterns_zh"] == zh
+        and win["derivation"]["multiplier_zh"] == win["derivation"]["multiplier"]
+    )
+    cap = settlement.wins[0]
+    rules = engine.fold([convert(e) for e in events]).rules
+    assert win["derivation"]["cap_zh"] == wording.cap(
+        cap.multiplier,
+        cap.capped,
+        cap.shu_kan,
+        [p.id for p in cap.patterns],
+        rules.cap,
+        rules.cap_exempt,
+        "zh",
+    )
+    assert "番" in win["derivation"]["cap_zh"]
     assert all("event_type" in t and t["detail"] for t in got["transfers"])
     # under other house rules: a cap of 2 can only lower the hand payment
     other = client.get(url, params={"cap": 2}, headers=platform).json()["what_if"]

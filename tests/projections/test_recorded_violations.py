@@ -93,6 +93,7 @@ def test_recorded_illegal_hus_through_the_projection_and_the_api(
     win = client.get(f"/v1/tables/{bad}/hands/1/settlement", headers=platform).json()["settlement"]["wins"][0]
     d = win["derivation"]
     assert win["multiplier"] == 0 and "屁胡" not in d["multiplier"] and "not a win" in d["multiplier"]
+    assert "不付分" in d["multiplier_zh"] and "不付分" in d["cap_zh"] and d["patterns_zh"] == []
     assert d["violation"]["code"] == "not_a_winning_hand" and d["violation"]["counts_as_win"] is False
     assert "pays nothing" in d["violation"]["effect"] and "不付分" in d["violation"]["effect_zh"]
     win = client.get(f"/v1/tables/{lou}/hands/1/settlement", headers=platform).json()["settlement"]["wins"][0]

@@ -125,8 +125,14 @@ def check_every_hand(events: list[Event]) -> None:
             for p in players:
                 text = text.replace(p, "")
             assert not ASCII_WORD.search(text), x["text"]
+            assert not ASCII_WORD.search(x.get("why", "")), x["why"]
         for x in en["lines"] + en["lou_hu"]:
             assert not CJK.search(x["text"]), x["text"]
+            assert not CJK.search(x.get("why", "")), x["why"]
+        for doc in (zh, en):  # a transfer line's why is its text's ending: the reason and what gave it
+            for x in doc["lines"]:
+                assert (x["kind"] == "transfer") == ("why" in x), x
+                assert x["kind"] != "transfer" or (x["why"] and x["text"].endswith(x["why"])), x
         settled = [s for s in engine.fold(events).settlements if s.hand == hand]
         transfers = [x["transfer"] for x in zh["lines"] if x["kind"] == "transfer"]
         if settled:
@@ -170,3 +176,76 @@ def test_words() -> None:
     from domain.rulings import ALL_CODES
 
     assert set(wording.CODES) >= ALL_CODES  # every ruling code has its words
+
+
+# (concealed, win, self-draw): 双龙七对, 三龙七对, 屁胡, 碰碰胡 with 4 concealed triplets, 卡五星, 清一色
+CAP_HANDS = [
+    ("1111p 2222p 33p 44p 5s", "5s", True),
+    ("1111p 2222p 3333p 4s", "4s", True),
+    ("123p 456p 789p 11s 55s", "5s", False),
+    ("111p 222p 333p 444p 5s", "5s", True),
+    ("46s 123p 789p 55p CCC", "5s", True),
+    ("123p 456p 789p 11p 55p", "5p", True),
+]
+CAP_RULES = [
+    {"preset": "default"},
+    {"preset": "default", "cap": 2},
+    {"preset": "uncapped"},
+    {"preset": "default", "shu_kan": True},
+]
+
+
+def _cap_words(win: Any, rules: Any, lang: str) -> str:
+    ids = [p.id for p in win.patterns]
+    return wording.cap(win.multiplier, win.capped, win.shu_kan, ids, rules.cap, rules.cap_exempt, lang)
+
+
+def _same_as_the_engines_note(mine: str, note: str, shu_kan: int) -> bool:
+    # the engine's note ends, after a 数坎, with which sets gave it (English only)
+    return note == mine or (shu_kan > 0 and note.startswith(mine + ":"))
+
+
+def test_the_cap_in_words_is_the_engines_decision() -> None:
+    """``wording.cap`` says again what ``domain.fan`` decided about the cap (the settlement's
+    ``cap_zh``): its English form is the engine's own ``cap_note``, for every branch (no cap, an
+    exempt pattern under and over its own cap, capped, under the cap, 数坎 after it) and for every
+    win of simulated tables of every preset; the Chinese form has no ASCII word."""
+    from domain.fan import score
+    from domain.rules import resolve
+    from domain.scoring import WinSituation
+    from domain.tiles import parse, tile, to_counts
+
+    seen: set[str] = set()
+    for spec in CAP_RULES:
+        rules = resolve(spec)
+        for concealed, win_tile, self_draw in CAP_HANDS:
+            k = tile(win_tile)
+            sit = WinSituation(
+                concealed=tuple(to_counts([*parse(concealed), k])), win_tile=k, self_draw=self_draw
+            )
+            got = score(sit, rules)
+            assert got is not None, concealed
+            en, zh = _cap_words(got, rules, "en"), _cap_words(got, rules, "zh")
+            assert _same_as_the_engines_note(en, got.cap_note, got.shu_kan), (
+                spec,
+                concealed,
+                en,
+                got.cap_note,
+            )
+            assert not ASCII_WORD.search(zh), zh
+            seen |= {x for x in ("不封顶", "例外", "→", "未超过", "数坎") if x in zh}
+            if "→" in zh and "例外" not in zh:
+                seen.add("capped")
+    assert seen == {"不封顶", "例外", "→", "未超过", "数坎", "capped"}, seen
+    wins = 0
+    for seed in range(21):
+        final = engine.fold([convert(e) for e in simulated(seed, hands=3)])
+        for s in final.settlements:
+            for w in s.wins:
+                if w.multiplier == 0:  # a recorded non-win: the engine's note says so (read.py words it)
+                    continue
+                wins += 1
+                en = _cap_words(w, final.rules, "en")
+                assert _same_as_the_engines_note(en, w.cap_note, w.shu_kan), (seed, en, w.cap_note)
+                assert not ASCII_WORD.search(_cap_words(w, final.rules, "zh"))
+    assert wins > 20

@@ -287,26 +287,78 @@ async function drawAudit() {
   let real, other;
   try { [real, other] = await Promise.all([settlement(n), settlement(n, S.whatIf)]); } catch (e) { box.append(p(String(e.message), "error")); return; }
   if (seq !== S.seq) return;
+  box.append(settlementSection(real, other));
+}
+
+// A party of a transfer: a seat with its player, or the house.
+const party = (x) => (x === "house" ? t("house") : seatName(x));
+const zhOr = (zh, en) => (lang() === "zh" ? zh : en);
+
+// What the hand's timeline (in the page's language) says of its wins and transfers.
+const transferKey = (x) => `${x.event}:${x.from}:${x.to}:${x.amount}:${x.reason}`;
+function spoken() {
+  const said = new Map();  // "event:seat" → the timeline's win (kind, pattern names)
+  const why = new Map();  // transferKey → the timeline's reason
+  for (const l of S.tl.lines) {
+    for (const x of l.kind === "hu" ? l.wins || [] : []) said.set(`${l.version}:${x.seat}`, x);
+    if (l.kind === "transfer") why.set(transferKey(l.transfer), l.why || "");
+  }
+  return { said, why };
+}
+
+// A win's product, cap and what it pays (the settlement's derivation, in the page's language).
+function paid(w) {
+  const d = w.derivation || {};
+  const plain = !(w.patterns || []).length && !(d.violation && !d.violation.counts_as_win);
+  const product = plain ? t("pi_hu") : zhOr(d.multiplier_zh, d.multiplier);
+  return `${product} · ${zhOr(d.cap_zh, d.cap)} · ${t("payable", w.payable)}`;
+}
+
+// The hand's settlement: each win with its kind, patterns (in the page's language: the names the
+// hand's timeline gives), product, cap and what is paid; each transfer with why (the timeline's
+// words) and the engine's arithmetic; reported vs computed; a what-if under another preset.
+function settlementSection(real, other) {
   const sec = el("section", { id: "settlement" }, el("h3", { text: t("settlement") }));
   const s = real.settlement;
+  const { said, why } = spoken();
   for (const w of s.wins || []) {
     const d = w.derivation || {};
-    sec.append(el("div", { class: "win" }, `${t("seat_n", w.seat)} ← ${w.from === null ? "自摸" : t("seat_n", w.from)} `,
+    const win = said.get(`${w.event}:${w.seat}`) || {};
+    const names = new Map((win.patterns || []).map((x) => [x.id, x.name]));
+    const from = w.from === null ? "" : `${party(w.from)} `;
+    sec.append(el("div", { class: "win", "data-seat": w.seat }, `${party(w.seat)} ← ${from}${win.kind || ""} `,
       tiles([w.tile], { small: true }), ` ${w.decomposition || ""}`));
     const ul = el("ul", { class: "derivation" });
-    for (const pat of d.patterns || []) ul.append(el("li", { text: `${pat.name || pat.id} ×${pat.x}${pat.why ? ` — ${pat.why}` : ""}` }));
-    ul.append(el("li", { text: `${d.multiplier || ""} · ${d.cap || ""} · payable ${d.payable}` }));
+    for (const x of w.patterns || []) {
+      const detail = lang() === "en" && x.detail ? ` — ${x.detail}` : "";
+      ul.append(el("li", { class: "pattern", "data-id": x.id, text: `${names.get(x.id) || x.id} ×${x.x}${detail}` }));
+    }
+    ul.append(el("li", { class: "multiplier", text: paid(w) }));
+    if (w.ma) ul.append(el("li", { text: t("ma", w.ma) }));
+    if (w.bao_hu) ul.append(el("li", { class: "warn bao-hu", text: t(`bao_${w.bao_hu}`) }));
+    if (d.violation) {
+      const v = d.violation;
+      ul.append(el("li", { class: "error violation", text: zhOr(v.effect_zh, v.effect) }));
+    }
     sec.append(el("h4", { text: t("derivation") }), ul);
   }
-  const tr = el("table", { class: "grid transfers" }, el("tr", {}, el("th", { text: "from" }), el("th", { text: "to" }), el("th", { text: "coins" }), el("th", { text: "" })));
-  for (const x of s.transfers || []) tr.append(el("tr", {}, el("td", { text: x.from }), el("td", { text: x.to }), el("td", { text: x.amount }), el("td", { text: x.detail || x.reason })));
+  const head = el("tr", {}, ...["payer", "payee", "coins_h", "why"].map((k) => el("th", { text: t(k) })));
+  const tr = el("table", { class: "grid transfers" }, head);
+  for (const x of s.transfers || []) {
+    const reason = why.get(transferKey(x));
+    tr.append(el("tr", { "data-event": x.event }, el("td", { text: party(x.from) }), el("td", { text: party(x.to) }),
+      el("td", { class: "amount", text: x.amount }),
+      el("td", {}, el("span", { class: "why", text: reason || x.reason }), el("br"),
+        el("small", { class: "detail muted", lang: "en", text: x.detail }))));
+  }
   sec.append(el("h4", { text: t("transfers") }), tr, p(`${t("net")}: ${(s.net || []).join(" / ")}`, "net"));
   const rep = S.rp && (S.rp.reported || []);
   sec.append(el("h4", { text: t("reported") }));
   if (!rep || !rep.length) sec.append(p(t("no_report"), "muted"));
   for (const r of rep || []) {
-    const diff = Object.entries(r.difference || {}).map(([k, v]) => `${k}: ${v > 0 ? "+" : ""}${v}`).join(", ");
-    sec.append(p(`${r.message || r.status} · ${t("difference")} ${diff}`, r.status === "match" ? "good reported" : "error reported"));
+    const diff = Object.entries(r.difference || {}).filter(([, v]) => v !== 0)
+      .map(([k, v]) => `${party(k === "house" ? k : Number(k))} ${v > 0 ? "+" : ""}${v}`).join(zhOr("，", ", "));
+    sec.append(p(`${r.message || r.status}${diff ? ` · ${t("difference")} ${diff}` : ""}`, r.status === "match" ? "good reported" : "error reported"));
   }
   const pick = el("select", { id: "whatif-preset" });
   for (const x of PRESETS) pick.append(el("option", { value: x, text: x, selected: x === S.whatIf }));
@@ -314,8 +366,8 @@ async function drawAudit() {
   const wf = other.what_if || {};
   sec.append(el("h4", {}, `${t("whatif")} `, pick),
     p(`${t("net")}: ${((wf.settlement || {}).net || []).join(" / ")} · ${t("net_difference")}: ${(wf.net_difference || []).join(" / ")}`, "whatif-net"));
-  if (wf.note) sec.append(p(wf.note, "muted"));
-  box.append(sec);
+  if (wf.note) sec.append(p(t("whatif_note"), "muted"));
+  return sec;
 }
 
 function drawControls() {
@@ -365,8 +417,16 @@ async function showReport() {
   const s = rp.settlement;
   if (s) {
     box.append(el("h3", { text: t("settlement") }));
-    for (const w of s.wins || []) box.append(p(`${t("seat_n", w.seat)}: ${w.tile} ${w.decomposition || ""} · ${(w.derivation || {}).multiplier || ""} · ${(w.derivation || {}).cap || ""} · payable ${w.payable}`));
-    for (const x of s.transfers || []) box.append(p(`${x.from} → ${x.to}: ${x.amount} · ${x.detail || x.reason}`));
+    const { said, why } = spoken();
+    for (const w of s.wins || []) {
+      const win = said.get(`${w.event}:${w.seat}`) || {};
+      const from = w.from === null ? "" : `${party(w.from)} `;
+      const pats = (win.patterns || []).map((x) => `${x.name} ×${x.x}`).join(zhOr("，", ", "));
+      box.append(p(`${party(w.seat)} ← ${from}${win.kind || ""} ${tileName(w.tile, lang())} ${w.decomposition || ""}${pats ? ` · ${pats}` : ""} · ${paid(w)}`));
+    }
+    for (const x of s.transfers || []) {
+      box.append(p(`${party(x.from)} → ${party(x.to)}: ${x.amount} · ${why.get(transferKey(x)) || x.reason} (${x.detail})`));
+    }
     box.append(p(`${t("net")}: ${(s.net || []).join(" / ")}`));
   }
   for (const r of rp.reported || []) box.append(p(`${t("reported")}: ${r.message || r.status}`, r.status === "match" ? "good" : "error"));
