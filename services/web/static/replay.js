@@ -3,7 +3,7 @@
 // hashes) and settlement are read once per hand and language.
 "use strict";
 import { wireSignIn, el, get, lang, setLang } from "/static/api.js";
-import { tileSvg, tileName, expand } from "/static/tiles.js";
+import { tileSvg, tileName, expand, readingText } from "/static/tiles.js";
 import { t } from "/static/replay-i18n.js";
 
 const FLAGS = ["lou_hu", "kong_chain", "liang_dao", "bao_hu", "multi_win", "discrepancy", "violation"];
@@ -114,6 +114,20 @@ function writeLink() {
 function tiles(list, opts = {}) {
   const box = el("span", { class: "tiles" });
   for (const x of list) box.append(tileSvg(x, opts, lang()));
+  return box;
+}
+// A winning hand's reading as tiles: one group per set, pair or declared meld (bracketed in the
+// engine's notation, drawn as a meld); its words for a screen reader and on hover.
+function reading(compact) {
+  const box = el("span", { class: "reading", "data-reading": compact || "", title: readingText(compact, lang()),
+    "aria-label": readingText(compact, lang()) });
+  for (const raw of (compact || "").trim().split(/\s+/)) {
+    if (!raw) continue;
+    const meld = raw.startsWith("[") && raw.endsWith("]");
+    const g = el("span", { class: meld ? "group meld" : "group" });
+    for (const x of expand(meld ? raw.slice(1, -1) : raw)) g.append(tileSvg(x, { small: true }, lang()));
+    box.append(g);
+  }
   return box;
 }
 const seatName = (s) => `${t("seat_n", s)} · ${(S.state.players || [])[s] || ""}`;
@@ -246,6 +260,39 @@ function drawTimeline() {
 }
 
 function p(text, cls = "") { return el("p", { class: cls, text }); }
+
+// One seat that could have won on this event's tile: its multiplier, what it would have got and
+// what became of it (the timeline's candidate, in the page's words).
+function candidateText(c) {
+  const scored = c.outcome === "won" || c.outcome === "passed" || c.outcome === "blocked_by_lou_hu";
+  const parts = [t("times", c.multiplier)];
+  if (scored) parts.push(t("would_get", c.coins));
+  parts.push(t(`o_${c.outcome}`, c.blocked_by));
+  const x = c.lou_hu;
+  if (x) {
+    const open = x.lifted_by === null || x.lifted_by === undefined;
+    // since: the event that closed the claim window — the seat's own draw when it plays next
+    parts.push(open ? t("lou_hu_open", x.since)
+      : x.lifted_by === x.since ? t("lou_hu_at_once", x.since) : t("lou_hu_span", x.since, x.lifted_by));
+  }
+  return `${seatName(c.seat)}: ${parts.join(zhOr("，", ", "))}`;
+}
+
+// A kong in the chain's words: its kind, its place in the chain and what linked it, the factor on
+// its money, and who paid whom (or, before the hand is settled, the running kong money).
+function kongText(k) {
+  const parts = [t(`kong_${k.kind}`)];
+  if (k.robbed) return [...parts, t("kong_robbed")].join(" · ");
+  if (k.k > 1 && k.chain_seat !== undefined) {
+    parts.push(t("chain_n", k.k, seatName(k.chain_seat)));
+    if (k.linked_by) parts.push(t(`link_${k.linked_by.kind}`, k.linked_by.event));
+  }
+  parts.push(t("kong_factor", k.factor));
+  const money = k.coins ? k.coins.map((c) => t("pays", party(c.from), party(c.to), c.amount))
+    : (k.net || []).map((d, s) => (d ? `${seatName(s)} ${d > 0 ? "+" : ""}${d}` : "")).filter(Boolean);
+  if (money.length) parts.push(money.join(zhOr("，", ", ")));
+  return parts.join(" · ");
+}
 async function drawAudit() {
   const box = $("audit"), seq = S.seq;
   box.replaceChildren(el("h3", { text: `${t("audit")} · ${t("what")} ${S.at}` }));
@@ -263,9 +310,7 @@ async function drawAudit() {
     box.append(p(l.text, "line-text"));
     if (l.candidates && l.candidates.length) {
       const ul = el("ul", { class: "candidates" });
-      for (const c of l.candidates) {
-        ul.append(el("li", { text: `${t("seat_n", c.seat)}: ×${c.multiplier}, ${c.coins} · ${t("outcome")} ${c.outcome}${c.lou_hu ? ` · 漏胡 ${c.lou_hu.since}→${c.lou_hu.lifted_by ?? "…"}` : ""}` }));
-      }
+      for (const c of l.candidates) ul.append(el("li", { "data-seat": c.seat, "data-outcome": c.outcome, text: candidateText(c) }));
       box.append(el("h4", { text: t("candidates") }), ul);
     }
     for (const x of S.tl.lou_hu || []) {
@@ -273,12 +318,7 @@ async function drawAudit() {
         box.append(el("h4", { text: t("j_lou_hu") }), p(x.text, "lou-hu-text warn"));
       }
     }
-    if (l.kong) {
-      const k = l.kong;
-      box.append(el("h4", { text: t("kong_chain") }),
-        p(`${k.kind} · k=${k.k} · ×${k.factor}${k.linked_by ? ` · ${k.linked_by.kind} @${k.linked_by.event}` : ""} · `
-          + (k.coins || []).map((c) => `${c.from}→${c.to} ${c.amount}`).join(", "), "kong-text"));
-    }
+    if (l.kong) box.append(el("h4", { text: t("kong_chain") }), p(kongText(l.kong), "kong-text"));
   }
   // At the hand's end: the settlement, reported vs computed, and a what-if.
   const st = S.state, n = S.hand.hand;
@@ -327,7 +367,7 @@ function settlementSection(real, other) {
     const names = new Map((win.patterns || []).map((x) => [x.id, x.name]));
     const from = w.from === null ? "" : `${party(w.from)} `;
     sec.append(el("div", { class: "win", "data-seat": w.seat }, `${party(w.seat)} ← ${from}${win.kind || ""} `,
-      tiles([w.tile], { small: true }), ` ${w.decomposition || ""}`));
+      tiles([w.tile], { small: true }), " ", reading(w.decomposition)));
     const ul = el("ul", { class: "derivation" });
     for (const x of w.patterns || []) {
       const detail = lang() === "en" && x.detail ? ` — ${x.detail}` : "";
@@ -374,7 +414,8 @@ function drawControls() {
   const slider = $("slider");
   slider.max = String(S.latest);
   slider.value = String(S.at);
-  $("jump-at").value = String(S.at);
+  // what the agent is typing into the jump box is theirs: a redraw (a language switch's) keeps it
+  if (document.activeElement !== $("jump-at")) $("jump-at").value = String(S.at);
   $("jump-at").max = String(S.latest);
   $("step").textContent = t("event_of", S.at, S.latest);
   $("step").dataset.at = String(S.at);
@@ -422,7 +463,7 @@ async function showReport() {
       const win = said.get(`${w.event}:${w.seat}`) || {};
       const from = w.from === null ? "" : `${party(w.from)} `;
       const pats = (win.patterns || []).map((x) => `${x.name} ×${x.x}`).join(zhOr("，", ", "));
-      box.append(p(`${party(w.seat)} ← ${from}${win.kind || ""} ${tileName(w.tile, lang())} ${w.decomposition || ""}${pats ? ` · ${pats}` : ""} · ${paid(w)}`));
+      box.append(p(`${party(w.seat)} ← ${from}${win.kind || ""} ${tileName(w.tile, lang())} ${readingText(w.decomposition, lang())}${pats ? ` · ${pats}` : ""} · ${paid(w)}`));
     }
     for (const x of s.transfers || []) {
       box.append(p(`${party(x.from)} → ${party(x.to)}: ${x.amount} · ${why.get(transferKey(x)) || x.reason} (${x.detail})`));
@@ -529,7 +570,11 @@ function build() {
       L(`j_${k}`), el("button", { type: "button", "data-jump": k, "data-dir": 1, text: "▶", onclick: () => jump(k, 1) })));
   }
   const jumpForm = el("form", { id: "jump-form" }, L("jump", "label"), " ", el("input", { id: "jump-at", type: "number", min: 1 }), L("go", "button", { type: "submit" }));
-  jumpForm.addEventListener("submit", (e) => { e.preventDefault(); go($("jump-at").value); });
+  jumpForm.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    await go($("jump-at").value);
+    $("jump-at").value = String(S.at);  // where the jump landed
+  });
   const slider = el("input", { id: "slider", type: "range", min: 1, max: 1, step: 1 });
   slider.addEventListener("input", () => go(slider.value));
   const controls = el("div", { class: "controls card" },
