@@ -154,10 +154,22 @@ def board_query(**asked: Any) -> str:
     return urlencode([(k, full[k]) for k in names if full.get(k, "") != ""])
 
 
+SORTED_IN_VIEW_JS = """() => {
+  const box = document.querySelector('#board .scroll').getBoundingClientRect();
+  const fixed = document.querySelector('#board-table th:nth-child(2)').getBoundingClientRect();
+  const th = document.querySelector('#board-table th.sorted').getBoundingClientRect();
+  return [th.left - fixed.right, box.right - th.right];
+}"""
+
+
 def board_is(page: Any, by: str, order: str) -> None:
+    """The board is ranked by ``by`` in ``order``, and that column is in view: right of the sticky
+    rank and player columns, inside the board's scrolling box."""
     table = page.locator("#board-table")
     expect(table).to_have_attribute("data-by", by)
     expect(table).to_have_attribute("data-order", order)
+    after_fixed, before_edge = page.evaluate(SORTED_IN_VIEW_JS)
+    assert after_fixed >= -1 and before_edge >= -1, (by, after_fixed, before_edge)
 
 
 def test_clicking_each_column_sorts_the_board_as_the_api_does_both_ways(page: Any, desk: Desk) -> None:
@@ -340,6 +352,7 @@ def test_screenshots_at_desk_and_phone_sizes(
         expect(tab.locator("#feed li").first).to_be_visible()
         # the page reflows: only the wide tables scroll, inside their own box
         save_screenshot(tab, "dashboard", size, tmp_path)
+        board_is(tab, "net_coins", "desc")  # the ranked column is in view at this size too
         chart = tab.locator("svg.chart").bounding_box()
         assert chart is not None and chart["width"] <= size[0]
     finally:

@@ -208,6 +208,20 @@ async function showBoard() {
                                                                      "data-order": board.order, "data-query": query },
     el("thead", {}, head), el("tbody", {}, ...rows))),
     ...(rows.length ? [] : [el("p", { class: "muted", id: "board-empty", text: t(L, "no_players") })]), pager);
+  showSorted(box.querySelector(".scroll"));
+}
+
+// The column the board is ranked by is in view beside the sticky rank and player columns: a wide
+// board on a narrow screen scrolls to it (a redraw starts at the left edge).
+function showSorted(scroller) {
+  const sorted = scroller && scroller.querySelector("th.sorted");
+  if (!sorted) return;
+  const player = scroller.querySelector("th:nth-child(2)");
+  const fixed = player ? player.offsetLeft + player.offsetWidth : 0;
+  const left = sorted.offsetLeft, right = left + sorted.offsetWidth;
+  if (left < scroller.scrollLeft + fixed || right > scroller.scrollLeft + scroller.clientWidth) {
+    scroller.scrollLeft = Math.max(0, left - fixed);
+  }
 }
 
 function openPlayer(player) {
