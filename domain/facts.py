@@ -91,6 +91,7 @@ class Transfer(msgspec.Struct, frozen=True, kw_only=True):
     reason: Literal["hu", "kong", "exhausted", "piao", "fee"]
     event: int
     detail: str = ""  # for a support agent: which rule, which factor
+    detail_zh: str = ""  # the same, in Chinese
 
 
 class Settlement(msgspec.Struct, frozen=True, kw_only=True):

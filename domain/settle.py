@@ -98,16 +98,27 @@ class _Ledger:
         self.lines: list[Transfer] = []
 
     def pay(
-        self, payer: Party, payee: Party, units: int, reason: Reason, event: int, detail: str, note: str = ""
+        self,
+        payer: Party,
+        payee: Party,
+        units: int,
+        reason: Reason,
+        event: int,
+        detail: tuple[str, str],
+        note: tuple[str, str] = ("", ""),
     ) -> None:
         """``units`` × base coins from ``payer`` to ``payee``; nothing for zero units. ``detail``
-        ends with the units' derivation; `` × base B = amount`` is appended, then ``note``."""
+        (English, Chinese) ends with the units' derivation; `` × base B = amount`` is appended,
+        then ``note``."""
         amount = units * self.base
         if amount == 0:
             return
-        text = f"{detail} × base {self.base} = {amount}{note}"
+        en = f"{detail[0]} × base {self.base} = {amount}{note[0]}"
+        zh = f"{detail[1]} × 底分 {self.base} = {amount}{note[1]}"
         self.lines.append(
-            Transfer(from_=payer, to=payee, amount=amount, reason=reason, event=event, detail=text)
+            Transfer(
+                from_=payer, to=payee, amount=amount, reason=reason, event=event, detail=en, detail_zh=zh
+            )
         )
 
 
@@ -121,21 +132,23 @@ def _kong_money(ledger: _Ledger, kong: KongRecord, rules: Rules) -> None:
     if kong.chain > 1:
         raw = 2 ** (kong.chain - 1)
         capped = f", capped by kong_chain_cap {rules.kong_chain_cap}" if factor != raw else ""
-        how = (
-            f"{_ordinal(kong.chain)} kong of a 杠上杠 chain{capped}: {points} × 2^{kong.chain - 1} = {units}"
-        )
+        capped_zh = f"（kong_chain_cap 封顶 {rules.kong_chain_cap}）" if factor != raw else ""
+        product = f"{points} × 2^{kong.chain - 1} = {units}"
+        how = f"{_ordinal(kong.chain)} kong of a 杠上杠 chain{capped}: {product}"
+        how_zh = f"杠上杠第{kong.chain}杠{capped_zh}：{product}"
     else:
-        how = f"{points} points"
+        how, how_zh = f"{points} points", f"杠分 {points}"
     if kong.kind == "exposed":
         if kong.source is None:
             raise SettlementError(f"直杠 at event {kong.event} has no discarder")
         payers: tuple[int, ...] = (kong.source,)
-        who = "the discarder pays"
+        who, who_zh = "the discarder pays", "点杠者付"
     else:
         payers = others(kong.seat)
-        who = "each other player pays"
+        who, who_zh = "each other player pays", "其他两家各付"
+    detail = (f"{label}, {who}; {how}", f"{label}，{who_zh}；{how_zh}")
     for payer in payers:
-        ledger.pay(payer, kong.seat, units, "kong", kong.event, f"{label}, {who}; {how}")
+        ledger.pay(payer, kong.seat, units, "kong", kong.event, detail)
 
 
 def _win_out(win: WinRecord, ma: int, bao_hu: str | None) -> WinOut:
@@ -165,15 +178,23 @@ def _hand_payment(
     if rules.maima and win.source is None and record.ma_tile is not None:
         ma = ma_value(record.ma_tile)
     m = win.score.payable + ma
-    how = f"payable {m}"
+    how, how_zh = f"payable {m}", f"{m}番"
     if ma:
-        how = f"payable {win.score.payable} + 买码 {name(record.ma_tile or 0)} {ma} = {m}"
-    note = f" (recorded with violation {win.violation})" if win.violation else ""
-    lines: list[tuple[int, int, str]] = []  # payer, units, detail
+        ma_tile = name(record.ma_tile or 0)
+        how = f"payable {win.score.payable} + 买码 {ma_tile} {ma} = {m}"
+        how_zh = f"{win.score.payable}番 + 买码 {ma_tile} {ma}番 = {m}番"
+    note = (
+        (f" (recorded with violation {win.violation})", f"（违规记录在案：{win.violation}）")
+        if win.violation
+        else ("", "")
+    )
+    lines: list[tuple[int, int, tuple[str, str]]] = []  # payer, units, detail (en, zh)
     bao_hu: str | None = None
+    tile = name(win.tile)
     if win.source is None:
+        detail = (f"自摸 {tile}, each other player pays: {how}", f"自摸 {tile}，其他两家各付：{how_zh}")
         for payer in others(win.seat):
-            lines.append((payer, m, f"自摸 {name(win.tile)}, each other player pays: {how}"))
+            lines.append((payer, m, detail))
     else:
         kind = "抢杠胡" if win.robbed_kong else ("杠上炮" if win.after_kong_discard else "点炮")
         winner_declared = win.liang_dao or _declared(record, win.seat, win.event)
@@ -182,29 +203,42 @@ def _hand_payment(
             bao_hu = rules.liang_dao_feed
             if rules.liang_dao_feed == "discarder_pays_double":
                 detail = (
-                    f"{kind} {name(win.tile)}, 包胡: discarder_pays_double, the discarder pays: 2 × {how}"
+                    f"{kind} {tile}, 包胡: discarder_pays_double, the discarder pays: 2 × {how}",
+                    f"{kind} {tile}，包胡（discarder_pays_double）：放炮者付双倍：2 × {how_zh}",
                 )
                 lines.append((win.source, 2 * m, detail))
             else:  # both_pay: like a self-draw
-                detail = f"{kind} {name(win.tile)}, 包胡: both_pay (like a self-draw), each other pays: {how}"
+                detail = (
+                    f"{kind} {tile}, 包胡: both_pay (like a self-draw), each other pays: {how}",
+                    f"{kind} {tile}，包胡（both_pay，如自摸）：其他两家各付：{how_zh}",
+                )
                 for payer in others(win.seat):
                     lines.append((payer, m, detail))
         elif winner_declared and rules.liang_dao_feed == "both_pay":
             # docs/decisions.md R9 (3D): 当两家亮倒时…导致另一名亮倒的玩家胡牌，则放炮者需包赔，另一家无需赔付
             bao_hu = rules.liang_dao_feed
             detail = (
-                f"{kind} {name(win.tile)}, 包胡: both_pay, the discarder had declared 亮倒 too and pays "
-                f"alone what both would (放炮者需包赔，另一家无需赔付): 2 × {how}"
+                f"{kind} {tile}, 包胡: both_pay, the discarder had declared 亮倒 too and pays "
+                f"alone what both would (放炮者需包赔，另一家无需赔付): 2 × {how}",
+                f"{kind} {tile}，包胡（both_pay）：放炮者也已亮倒，放炮者需包赔，另一家无需赔付："
+                f"2 × {how_zh}",
             )
             lines.append((win.source, 2 * m, detail))
         else:
             if winner_declared and not source_declared:
-                why = ", 包胡: normal"
+                why, why_zh = ", 包胡: normal", "，包胡：normal（照常付）"
             elif winner_declared:
-                why = ", the discarder had declared 亮倒 too: normal payment"
+                why, why_zh = (
+                    ", the discarder had declared 亮倒 too: normal payment",
+                    "，放炮者也已亮倒：照常付",
+                )
             else:
-                why = ""
-            lines.append((win.source, m, f"{kind} {name(win.tile)}{why}, the discarder pays: {how}"))
+                why, why_zh = "", ""
+            detail = (
+                f"{kind} {tile}{why}, the discarder pays: {how}",
+                f"{kind} {tile}{why_zh}，放炮者付：{how_zh}",
+            )
+            lines.append((win.source, m, detail))
     for payer, units, detail in lines:
         ledger.pay(payer, win.seat, units, "hu", win.event, detail, note)
     return _win_out(win, ma, bao_hu), [(payer, units) for payer, units, _ in lines]
@@ -222,8 +256,11 @@ def _piao(ledger: _Ledger, record: HandRecord, win: WinRecord, payers: list[tupl
             units,
             "piao",
             win.event,
-            f"漂: payer seat {payer} piao {piao[payer]} + payee seat {win.seat} piao {piao[win.seat]}"
-            f" = {units}",
+            (
+                f"漂: payer seat {payer} piao {piao[payer]} + payee seat {win.seat} piao {piao[win.seat]}"
+                f" = {units}",
+                f"漂：付方座位{payer}漂{piao[payer]} + 收方座位{win.seat}漂{piao[win.seat]} = {units}",
+            ),
         )
 
 
@@ -235,7 +272,10 @@ def _exhausted(ledger: _Ledger, record: HandRecord, rules: Rules) -> None:
     event = record.end_event
     if mode == "first_declarer_pays_each":
         first = decl[0].seat
-        detail = "荒庄, first_declarer_pays_each: the first 亮倒 declarer pays each other player 1"
+        detail = (
+            "荒庄, first_declarer_pays_each: the first 亮倒 declarer pays each other player 1",
+            "荒庄（first_declarer_pays_each）：最先亮倒者付另两家各 1",
+        )
         for payee in others(first):
             ledger.pay(first, payee, 1, "exhausted", event, detail)
         return
@@ -249,7 +289,10 @@ def _exhausted(ledger: _Ledger, record: HandRecord, rules: Rules) -> None:
                     1,
                     "exhausted",
                     event,
-                    "荒庄, declarers_pay_undeclared: each 亮倒 declarer pays each non-declarer 1",
+                    (
+                        "荒庄, declarers_pay_undeclared: each 亮倒 declarer pays each non-declarer 1",
+                        "荒庄（declarers_pay_undeclared）：每个亮倒者付每个未亮倒者 1",
+                    ),
                 )
 
 
@@ -272,7 +315,10 @@ def settle_hand(record: HandRecord, rules: Rules) -> Settlement:
                     rules.service_fee,
                     "fee",
                     record.start_event,
-                    f"service fee at the hand's start: {rules.service_fee}",
+                    (
+                        f"service fee at the hand's start: {rules.service_fee}",
+                        f"开局服务费：{rules.service_fee}",
+                    ),
                 )
         for kong in record.kongs:
             _kong_money(ledger, kong, rules)

@@ -64,7 +64,8 @@ class SettlementTransfer(_S):
     amount: int
     reason: Literal["hu", "kong", "exhausted", "piao", "fee"]
     event: int
-    detail: str
+    detail: str  # which rule, which factor: the units' derivation × base = amount
+    detail_zh: str  # the same, in Chinese
 
 
 class Settlement(_S):

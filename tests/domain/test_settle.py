@@ -8,6 +8,7 @@ exactly this order (by event, then fee → kong → hu → piao → exhausted, t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any
@@ -586,6 +587,59 @@ def test_violation_is_named_in_the_detail() -> None:
     rec = record(wins=(win(1, 0, "5p", "", violation="below_min_multiplier"),))
     (t,) = settle_hand(rec, resolve({})).transfers
     assert "below_min_multiplier" in t.detail and t.amount == 1
+
+
+OPTION_ID = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b|\bnormal\b")  # rule options and their values
+WIRE_TILE = re.compile(r"\b[1-9][ps]\b|\b[CFP]\b")
+
+
+def _said_records() -> list[tuple[HandRecord, dict[str, Any]]]:
+    both_declared = record(
+        declarations=decl((1, 5), (2, 7)),
+        wins=(win(1, 2, "8s", "liang_dao:2", liang_dao=True, source_liang_dao=True),),
+    )
+    return [
+        *((c.record, c.rules) for c in CASES),
+        (record(declarations=decl((1, 5)), wins=(win(1, 2, "8s", "liang_dao:2", liang_dao=True),)), {}),
+        (
+            record(declarations=decl((1, 5)), wins=(win(1, 2, "8s", "liang_dao:2", liang_dao=True),)),
+            {"liang_dao_feed": "both_pay"},
+        ),
+        (
+            record(declarations=decl((1, 5)), wins=(win(1, 2, "8s", "liang_dao:2", liang_dao=True),)),
+            {"liang_dao_feed": "normal"},
+        ),
+        (both_declared, {"liang_dao_feed": "both_pay"}),
+        (both_declared, {}),
+        (
+            record(end="exhausted", kongs=(kong(1, "exposed", "5s", 15, chain=4, source=0),)),
+            {"kong_chain_cap": 2},
+        ),
+        (record(wins=(win(1, 0, "5p", "", violation="below_min_multiplier"),)), {}),
+        (record(ma_tile=tile("4p"), wins=(win(0, None, "3s", "qing_yi_se:4 liang_dao:2"),)), {"maima": True}),
+    ]
+
+
+def test_every_transfer_says_its_derivation_in_chinese_with_the_same_numbers() -> None:
+    """``detail_zh`` is ``detail`` said in Chinese: the same numbers in the same order (tiles,
+    the chain, caps, 漂, 买码, units, base, amount), ending in ``× 底分 B = amount``, and no
+    English word left but the rule options' own ids (``discarder_pays_double`` …) and wire tile
+    names — over every settlement table case and each 包胡 / chain-cap / violation / 买码 branch."""
+    seen: set[str] = set()
+    for rec, rules in _said_records():
+        for t in settle_hand(rec, resolve(rules)).transfers:
+            assert t.detail_zh, t
+            assert re.findall(r"\d+", t.detail_zh) == re.findall(r"\d+", t.detail), (t.detail, t.detail_zh)
+            tail = f"× 底分 {rec.base} = {t.amount}"
+            assert t.detail_zh.endswith(tail) or "违规记录在案" in t.detail_zh, t.detail_zh
+            rest = WIRE_TILE.sub("", OPTION_ID.sub("", t.detail_zh))
+            assert not re.search(r"[A-Za-z]", rest), t.detail_zh
+            seen |= {
+                w
+                for w in ("包胡", "杠上杠", "封顶", "漂", "荒庄", "买码", "服务费", "违规", "自摸")
+                if w in t.detail_zh
+            }
+    assert seen == {"包胡", "杠上杠", "封顶", "漂", "荒庄", "买码", "服务费", "违规", "自摸"}, seen
 
 
 def test_unfinished_or_inconsistent_records_are_refused() -> None:

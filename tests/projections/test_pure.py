@@ -111,7 +111,7 @@ def test_the_feeds_settlement_entry_carries_the_contract_object() -> None:
     assert body["ordinal"] == 1 and body["hand"] == 1
     assert body["settlement"]["wins"][0]["from"] == 1
     assert body["settlement"]["transfers"][2] == {
-        "from": 1, "to": 2, "amount": 2, "reason": "hu", "event": 12, "detail": ""
+        "from": 1, "to": 2, "amount": 2, "reason": "hu", "event": 12, "detail": "", "detail_zh": ""
     }  # fmt: skip
     assert body["net"] == [4, -4, 0] and body["end_kind"] == "hu"
 

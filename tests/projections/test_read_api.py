@@ -134,6 +134,10 @@ def test_settlement_with_derivation_and_under_other_rules(client: Any, platform:
     )
     assert "番" in win["derivation"]["cap_zh"]
     assert all("event_type" in t and t["detail"] for t in got["transfers"])
+    # each transfer's derivation in Chinese too, as the engine said it
+    assert [t["detail_zh"] for t in got["transfers"]] == [t.detail_zh for t in settlement.transfers]
+    for t in got["transfers"]:
+        assert t["detail_zh"].endswith(f"= {t['amount']}") and "底分" in t["detail_zh"], t
     # under other house rules: a cap of 2 can only lower the hand payment
     other = client.get(url, params={"cap": 2}, headers=platform).json()["what_if"]
     assert other["rules"]["cap"] == 2 and other["settlement"]["wins"][0]["payable"] <= win["payable"]

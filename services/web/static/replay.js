@@ -389,7 +389,7 @@ function settlementSection(real, other) {
     tr.append(el("tr", { "data-event": x.event }, el("td", { text: party(x.from) }), el("td", { text: party(x.to) }),
       el("td", { class: "amount", text: x.amount }),
       el("td", {}, el("span", { class: "why", text: reason || x.reason }), el("br"),
-        el("small", { class: "detail muted", lang: "en", text: x.detail }))));
+        el("small", { class: "detail muted", text: zhOr(x.detail_zh || x.detail, x.detail) }))));
   }
   sec.append(el("h4", { text: t("transfers") }), tr, p(`${t("net")}: ${(s.net || []).join(" / ")}`, "net"));
   const rep = S.rp && (S.rp.reported || []);
@@ -466,7 +466,7 @@ async function showReport() {
       box.append(p(`${party(w.seat)} ← ${from}${win.kind || ""} ${tileName(w.tile, lang())} ${readingText(w.decomposition, lang())}${pats ? ` · ${pats}` : ""} · ${paid(w)}`));
     }
     for (const x of s.transfers || []) {
-      box.append(p(`${party(x.from)} → ${party(x.to)}: ${x.amount} · ${why.get(transferKey(x)) || x.reason} (${x.detail})`));
+      box.append(p(`${party(x.from)} → ${party(x.to)}: ${x.amount} · ${why.get(transferKey(x)) || x.reason} (${zhOr(x.detail_zh || x.detail, x.detail)})`));
     }
     box.append(p(`${t("net")}: ${(s.net || []).join(" / ")}`));
   }
