@@ -237,7 +237,11 @@ def _derivation(settlement: Any, events: dict[int, Any], rules: Any, rulings: An
     for w in body["wins"]:
         ruling = _violation_of(w, rulings)
         ids = [p["id"] for p in w["patterns"]]
-        product = " × ".join(str(p["x"]) for p in w["patterns"]) + f" = {w['multiplier']}"
+        product = (
+            " × ".join(str(p["x"]) for p in w["patterns"]) + f" = {w['multiplier']}"
+            if w["patterns"]
+            else "屁胡 ×1"
+        )
         derivation: dict[str, Any] = {
             "patterns": [
                 f"{p['id']} ×{p['x']}" + (f" ({p['detail']})" if p.get("detail") else "")
@@ -245,8 +249,8 @@ def _derivation(settlement: Any, events: dict[int, Any], rules: Any, rulings: An
             ],
             "patterns_zh": [wording.pattern(p["id"], p["x"], "zh") for p in w["patterns"]],
             "decomposition": w.get("decomposition", ""),
-            "multiplier": product if w["patterns"] else "屁胡 ×1",
-            "multiplier_zh": product if w["patterns"] else "屁胡 ×1",
+            "multiplier": product,
+            "multiplier_zh": product,  # numbers only: the same in both
             "cap": w.get("cap_note", ""),
             "cap_zh": wording.cap(
                 w["multiplier"], w["capped"], w["shu_kan"], ids, rules.cap, rules.cap_exempt, "zh"

@@ -3,7 +3,7 @@
 // hashes) and settlement are read once per hand and language.
 "use strict";
 import { wireSignIn, el, get, lang, setLang } from "/static/api.js";
-import { tileSvg, tileName, expand, readingText } from "/static/tiles.js";
+import { tileSvg, tileName, expand, readingGroups, readingText } from "/static/tiles.js";
 import { t } from "/static/replay-i18n.js";
 
 const FLAGS = ["lou_hu", "kong_chain", "liang_dao", "bao_hu", "multi_win", "discrepancy", "violation"];
@@ -119,13 +119,11 @@ function tiles(list, opts = {}) {
 // A winning hand's reading as tiles: one group per set, pair or declared meld (bracketed in the
 // engine's notation, drawn as a meld); its words for a screen reader and on hover.
 function reading(compact) {
-  const box = el("span", { class: "reading", "data-reading": compact || "", title: readingText(compact, lang()),
-    "aria-label": readingText(compact, lang()) });
-  for (const raw of (compact || "").trim().split(/\s+/)) {
-    if (!raw) continue;
-    const meld = raw.startsWith("[") && raw.endsWith("]");
+  const words = readingText(compact, lang());
+  const box = el("span", { class: "reading", "data-reading": compact || "", title: words, "aria-label": words });
+  for (const { meld, group } of readingGroups(compact)) {
     const g = el("span", { class: meld ? "group meld" : "group" });
-    for (const x of expand(meld ? raw.slice(1, -1) : raw)) g.append(tileSvg(x, { small: true }, lang()));
+    for (const x of expand(group)) g.append(tileSvg(x, { small: true }, lang()));
     box.append(g);
   }
   return box;

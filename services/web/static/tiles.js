@@ -52,21 +52,25 @@ export function expand(compact) {
 }
 
 // A winning hand's reading (the engine's compact notation, declared melds bracketed:
-// "888p 234s 11s [4444p] [CCCC]") in words: "888筒 234条 11条 [4444筒] [中中中中]" /
+// "888p 234s 11s [4444p] [CCCC]") as its groups: [{ meld, group: "4444p" }, …].
+export function readingGroups(compact) {
+  return (compact || "").trim().split(/\s+/).filter(Boolean).map((raw) => {
+    const meld = raw.startsWith("[") && raw.endsWith("]");
+    return { meld, group: meld ? raw.slice(1, -1) : raw };
+  });
+}
+
+// The reading in words: "888筒 234条 11条 [4444筒] [中中中中]" /
 // "888 dots, 234 bamboo, 11 bamboo, [4444 dots], [red dragon ×4]".
 export function readingText(compact, lang = "zh") {
-  const said = [];
-  for (const raw of (compact || "").trim().split(/\s+/)) {
-    if (!raw) continue;
-    const meld = raw.startsWith("[") && raw.endsWith("]");
-    const g = meld ? raw.slice(1, -1) : raw;
+  const said = readingGroups(compact).map(({ meld, group: g }) => {
     const suit = g.slice(-1);
     let text;
     if (NAMES_ZH[suit]) text = lang === "zh" ? `${g.slice(0, -1)}${NAMES_ZH[suit]}` : `${g.slice(0, -1)} ${NAMES_EN[suit]}`;
     else if (lang === "zh") text = [...g].map((h) => (HONOURS[h] ? HONOURS[h][0] : h)).join("");
     else text = `${HONOUR_EN[g[0]] || g[0]} ×${g.length}`;
-    said.push(meld ? `[${text}]` : text);
-  }
+    return meld ? `[${text}]` : text;
+  });
   return said.join(lang === "zh" ? " " : ", ");
 }
 
