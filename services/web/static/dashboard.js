@@ -216,8 +216,10 @@ async function showBoard() {
 function showSorted(scroller) {
   const sorted = scroller && scroller.querySelector("th.sorted");
   if (!sorted) return;
+  // where the sticky player column ends once stuck (its CSS `left`, not its place in the flow:
+  // the rank column may be wider than that offset, and a scrolled column would peek between)
   const player = scroller.querySelector("th:nth-child(2)");
-  const fixed = player ? player.offsetLeft + player.offsetWidth : 0;
+  const fixed = player ? (parseFloat(getComputedStyle(player).left) || 0) + player.offsetWidth : 0;
   const left = sorted.offsetLeft, right = left + sorted.offsetWidth;
   if (left < scroller.scrollLeft + fixed || right > scroller.scrollLeft + scroller.clientWidth) {
     scroller.scrollLeft = Math.max(0, left - fixed);
