@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import msgspec
 
 from domain.actions import Action, legal_actions, to_event
-from domain.events import Event, TableOpened, TileDiscarded, TileDrawn
+from domain.events import Event, HandStarted, MaDrawn, TableOpened, TileDiscarded, TileDrawn
 from domain.legality import check, discard_ruling, draw_ruling
 from domain.reducer import discard, draw, evolve
 from domain.rules import Rules, resolve, to_dict
@@ -184,9 +184,32 @@ def fold(events: Iterable[Event], *, rules_override: dict[str, Any] | None = Non
             state = msgspec.structs.replace(state, override=True)
         ruling = check(state, ev)
         if ruling is not None and rejects(state, ruling):
-            raise IllegalEvent(ruling, i)
+            kept = _as_recorded(state, ev, ruling)
+            if kept is None:
+                raise IllegalEvent(ruling, i)
+            state = kept
+            continue
         state = evolve(state, ev, ruling)
     return state
+
+
+def _as_recorded(state: TableState, ev: Event, ruling: Ruling) -> TableState | None:
+    """A what-if's answer to the two structure breaks that only say the other rules would have
+    run the table differently, not that the recording is impossible (docs/rulings.md 29): a hand
+    dealt by another seat than these rules' rotation names (the recorded dealer dealt those
+    tiles, so the hand is folded as dealt) and a 买码 draw under rules without 买码 (it draws
+    nothing: the event only takes its place in the version count). Either is kept in the
+    state's rulings; None for every other break, which still stops the fold."""
+    if type(ev) is HandStarted and state.next_dealer is not None and ev.dealer != state.next_dealer:
+        as_dealt = _replace(state, next_dealer=ev.dealer)
+        again = check(as_dealt, ev)
+        if again is not None and rejects(as_dealt, again):
+            return None
+        new = evolve(as_dealt, ev, again)
+        return _replace(new, rulings=(*state.rulings, ruling, *new.rulings[len(state.rulings) :]))
+    if type(ev) is MaDrawn and state.rules is not None and not state.rules.maima:
+        return _replace(state, version=state.version + 1, rulings=(*state.rulings, ruling))
+    return None
 
 
 def fold_from(state: TableState, events: Iterable[Event], *, start_index: int = 0) -> TableState:

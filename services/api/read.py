@@ -328,12 +328,19 @@ def hand_settlement(
 
         try:
             other = engine.fold_under(events, override)
-        except IllegalEvent as exc:  # a structure break only these rules see
+        except IllegalEvent as exc:  # a structure break these rules see (docs/rulings.md 29)
+            ruling = exc.ruling
             raise Malformed(
-                f"under these rules the table breaks at event {exc.index + 1}: {exc}",
+                f"under these rules the table cannot be folded: event {exc.index + 1} "
+                f"({ruling.code}): {ruling.message}",
                 field="query." + ("rules" if "preset" in override else next(iter(override))),
+                message_zh=f"按这套规则整桌无法重演：第{exc.index + 1}事件（{ruling.code}）："
+                f"{ruling.message_zh}",
+                event=exc.index + 1,
+                rule=ruling.code,
             ) from None
         alt = _find(other.settlements, hand)
+        upto = _hand_end(events, hand)
         body["what_if"] = {
             "rules_override": override,
             "rules": msgspec.to_builtins(other.rules),
@@ -343,7 +350,10 @@ def hand_settlement(
             "net_difference": [b - a for a, b in zip(actual.net, alt.net, strict=True)]
             if alt is not None
             else None,
-            "note": "rule violations under the other rules are recorded, not refused",
+            "rulings": [msgspec.to_builtins(r) for r in other.rulings if r.event <= upto],
+            "note": "rule violations under the other rules are recorded, not refused; a hand dealt "
+            "by another seat than their rotation is folded as dealt, a 买码 draw without 买码 draws "
+            "nothing (each in rulings)",
         }
     return _json(body)
 
@@ -355,6 +365,17 @@ def _fold(engine: Engine, events: list[Any]) -> Any:
     for ev in events:
         state = engine.replay(state, ev)
     return state
+
+
+def _hand_end(events: list[Any], hand: int) -> int:
+    """The version of hand ``hand``'s last event: the one before the next hand's start, else the
+    table's last."""
+    from domain.events import HandStarted
+
+    for i, ev in enumerate(events):
+        if isinstance(ev, HandStarted) and ev.hand > hand:
+            return i
+    return len(events)
 
 
 def _find(settlements: Any, hand: int) -> Any:

@@ -130,6 +130,7 @@ class WhatIf(_S):
     rules: Rules
     settlement: DerivedSettlement | None
     net_difference: list[int] | None
+    rulings: list[RecordedRuling]  # what the fold under the other rules recorded, up to this hand's end
     note: str
 
 

@@ -19,6 +19,7 @@ from tests.browser.conftest import Desk, save_screenshot, sign_in
 
 LOU_HU_TABLE = "sim-17-5"  # simulate --seed 17: hand 2 has a 漏胡 at event 110
 KONG_TABLE = "sim-17-2"  # a kong chain, 亮倒 with a hidden triplet, reported payouts that differ
+DEALT_TABLE = "sim-17-1"  # xiangyang would have passed the deal on otherwise (hand 3's start)
 
 
 def expand(compact: str | None) -> list[str]:
@@ -341,6 +342,56 @@ def test_the_audit_panel_explains_a_kong_chain_and_a_settlement_with_a_what_if(p
     other = desk.api(f"/v1/tables/{table}/hands/3/settlement", rules="uncapped")["what_if"]
     want = " / ".join(str(x) for x in other["net_difference"])
     expect(page.locator("#settlement .whatif-net")).to_contain_text(want)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_hand_end_keeps_its_settlement_and_its_what_if_folds_each_hand_as_dealt(
+    page: Any, desk: Desk, lang: str
+) -> None:
+    """A what-if under rules that would have dealt a hand otherwise answers for it (the hand folded
+    as dealt, the difference named); it used to be refused, and the refusal took the hand's own
+    settlement off the panel."""
+    table = DEALT_TABLE
+    last = desk.api(f"/v1/tables/{table}/hands")["hands"][-1]
+    other = desk.api(f"/v1/tables/{table}/hands/{last['hand']}/settlement", rules="xiangyang", lang=lang)
+    kept = [r for r in other["what_if"]["rulings"] if r["kind"] == "structure"]
+    assert kept, "this table no longer needs a hand folded as dealt: choose another"
+    open_at(page, desk, table, last["last_event"])  # the tab is zh-CN
+    if lang == "en":
+        page.click("#lang")
+        expect(page.locator("#lang")).to_have_text("中文")
+    expect(page.locator("#settlement table.transfers tr")).to_have_count(
+        len(other["settlement"]["transfers"]) + 1
+    )
+    expect(page.locator("#whatif-preset")).to_have_value("xiangyang")
+    want = " / ".join(str(x) for x in other["what_if"]["net_difference"])
+    expect(page.locator("#settlement .whatif-net")).to_contain_text(want)
+    said = page.locator(f"#settlement .whatif-rulings li[data-event='{kept[0]['event']}']")
+    expect(said).to_have_attribute("data-code", "sequence")
+    expect(said).to_contain_text(kept[0]["message_zh" if lang == "zh" else "message"])
+    expect(page.locator("#settlement .whatif-refused")).to_have_count(0)
+
+
+def test_a_refused_what_if_leaves_the_settlement_and_says_why_in_the_pages_language(
+    page: Any, desk: Desk
+) -> None:
+    """Rules under which the table cannot be folded at all (none of today's presets of a simulated
+    table: the API's 422 is routed in here) are named in the what-if's place, in Chinese for a
+    Chinese page; the hand's settlement stays."""
+    table = KONG_TABLE
+    last = desk.api(f"/v1/tables/{table}/hands")["hands"][-1]
+    refusal = {
+        "error": "malformed",
+        "message": "under these rules the table cannot be folded: event 5 (sequence): …",
+        "message_zh": "按这套规则整桌无法重演：第5事件（sequence）：……",
+        "field": "query.rules",
+    }
+    page.route("**/settlement?rules=*", lambda route: route.fulfill(status=422, json=refusal))
+    open_at(page, desk, table, last["last_event"])
+    settled = desk.api(f"/v1/tables/{table}/hands/{last['hand']}/settlement")["settlement"]
+    expect(page.locator("#settlement table.transfers tr")).to_have_count(len(settled["transfers"]) + 1)
+    expect(page.locator("#settlement .whatif-refused")).to_contain_text(refusal["message_zh"])
+    expect(page.locator("#settlement .whatif-net")).to_have_count(0)
 
 
 OUTCOME_WORDS = {  # the page's word for each candidate outcome the timeline gives

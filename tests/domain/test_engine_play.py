@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 
 from domain import engine
-from domain.events import decode
+from domain.events import HandStarted, MaDrawn, decode
 from domain.state import TableState
 from domain.tiles import TILE_INDEX, TILE_NAMES, parse
 from domain.walls import sha256_of
@@ -287,6 +289,68 @@ def test_rules_override_records_instead_of_rejecting() -> None:
     assert st.settlements[-1].net == (-4, 2, 2)  # recorded: paid as scored
     with pytest.raises(engine.IllegalEvent):
         engine.fold(stream(STREAMS / "double-win.jsonl"), rules_override={"cap": "high"})
+
+
+def _simulated(seed: int, hands: int, preset: str) -> list[engine.Event]:  # type: ignore[name-defined]
+    import random
+
+    from domain.events import convert
+    from domain.simulate import simulate_table
+
+    return [convert(w) for w in simulate_table(random.Random(seed), hands, {"preset": preset}, f"t{seed}")]
+
+
+def _dealt(events: list[Any]) -> dict[int, Any]:
+    """Each hand_started of a stream by its version (1-based)."""
+    return {i: ev for i, ev in enumerate(events, 1) if isinstance(ev, HandStarted)}
+
+
+def test_a_what_if_folds_each_hand_as_it_was_dealt_where_the_other_rules_rotate_the_dealer_otherwise() -> (
+    None
+):
+    # default and xiangyang pass the deal on differently: the first of these tables where they part
+    found = None
+    for seed in range(40):
+        events = _simulated(seed, 6, "default")
+        real = engine.fold(events)
+        dealers = [real.settlements[i].next_dealer for i in range(len(real.settlements))]
+        other = engine.fold(events, rules_override={"preset": "xiangyang"})  # raised before
+        kept = [r for r in other.rulings if r.kind == "structure"]
+        if kept:
+            found = (events, real, other, kept, dealers)
+            break
+    assert found is not None, "no table of 40 where xiangyang would deal otherwise"
+    events, real, other, kept, _ = found
+    starts = _dealt(events)
+    for r in kept:  # each is a hand start whose recorded dealer these rules would not have named
+        assert r.code == "sequence" and r.event in starts
+        assert r.detail["dealer"] == starts[r.event].dealer != r.detail["expected"]
+    assert other.version == real.version == len(events)
+    assert [s.hand for s in other.settlements] == [s.hand for s in real.settlements]
+    by_hand = {ev.hand: ev.dealer for ev in starts.values()}
+    assert all(s.dealer == by_hand[s.hand] for s in other.settlements)  # each hand as it was dealt
+    # every other break still stops the what-if: a hand number skipped is no rotation's doing
+    v, start = max(starts.items())
+    broken = [*events[: v - 1], msgspec.structs.replace(start, hand=start.hand + 1), *events[v:]]
+    with pytest.raises(engine.IllegalEvent) as exc:
+        engine.fold(broken, rules_override={"preset": "xiangyang"})
+    assert exc.value.index == v - 1 and exc.value.ruling.code == "sequence"
+
+
+def test_a_what_if_without_maima_lets_a_maima_draw_draw_nothing() -> None:
+    events = _simulated(3, 8, "platform_3d")
+    ma = [i for i, ev in enumerate(events, 1) if isinstance(ev, MaDrawn)]
+    assert ma, "a 买码 table with no 买码 draw"
+    other = engine.fold(events, rules_override={"preset": "default"})  # raised at the first before
+    assert [r.event for r in other.rulings if r.code == "sequence" and r.event in ma] == ma
+    assert all(r.message_zh == "本桌没有买码" for r in other.rulings if r.event in ma)
+    assert other.version == len(events)  # the draw keeps its place: later versions are the same events
+    # what the hands pay is what they pay with the 买码 draws left out of the stream altogether
+    without = engine.fold(
+        [ev for ev in events if not isinstance(ev, MaDrawn)], rules_override={"preset": "default"}
+    )
+    assert [s.net for s in other.settlements] == [s.net for s in without.settlements]
+    assert len(other.settlements) == len(engine.fold(events).settlements)
 
 
 def test_fold_raises_illegal_event_with_index() -> None:

@@ -152,6 +152,47 @@ def test_settlement_with_derivation_and_under_other_rules(client: Any, platform:
     assert client.get(f"/v1/tables/{table_id}/hands/99/settlement", headers=platform).status_code == 404
 
 
+def test_a_what_if_answers_for_hands_after_the_other_rules_would_have_dealt_otherwise(
+    client: Any, platform: dict[str, str]
+) -> None:
+    """Under xiangyang the deal passes on otherwise than under default: the what-if of a later hand
+    folds each hand as it was dealt and says so in its rulings (it was a 422 for every hand of the
+    table: the page then showed no settlement at all)."""
+    for seed in range(400, 440):
+        events = simulated(seed, 6, "default")
+        other = engine.fold([convert(e) for e in events], rules_override={"preset": "xiangyang"})
+        kept = [r for r in other.rulings if r.kind == "structure"]
+        if kept:
+            break
+    else:
+        pytest.fail("no table of 40 where xiangyang would deal otherwise")
+    table_id = _new_table(client, platform, events)
+    starts = {i: e for i, e in enumerate(events, 1) if e["type"] == "hand_started"}
+    first = kept[0]
+    later = starts[first.event]["hand"]
+    for hand in sorted({e["hand"] for e in starts.values()}):
+        answer = client.get(
+            f"/v1/tables/{table_id}/hands/{hand}/settlement", params={"rules": "xiangyang"}, headers=platform
+        )
+        assert answer.status_code == 200, answer.text
+        what_if = answer.json()["what_if"]
+        said = [(r["event"], r["code"]) for r in what_if["rulings"] if r["kind"] == "structure"]
+        # up to the hand's own end: a hand before the first deal these rules would not have made has none
+        assert ((first.event, "sequence") in said) == (hand >= later), (hand, said)
+        want = next(s for s in other.settlements if s.hand == hand)
+        assert what_if["settlement"]["net"] == list(want.net)
+        assert what_if["settlement"]["dealer"] == _dealer_of(starts, hand)
+    ruling = next(r for r in what_if["rulings"] if r["event"] == first.event)
+    assert (
+        ruling["message_zh"] == first.message_zh
+        and f"庄家应为{first.detail['expected']}号位" in ruling["message_zh"]
+    )
+
+
+def _dealer_of(starts: dict[int, dict[str, Any]], hand: int) -> int:
+    return int(next(e["dealer"] for e in starts.values() if e["hand"] == hand))
+
+
 def _streams() -> list[Path]:
     """The conformance and golden streams that are accepted whole (a stream that must be rejected
     has no audit: its rejection is tested in tests/test_conformance_streams.py)."""

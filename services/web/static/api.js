@@ -19,6 +19,7 @@ function said(status, body) {
       ? `此服务未保留读取模型 ${body.model}（运维设置 KWX_READ_MODELS），这一页无法显示。`
       : `This service does not keep the ${body.model} read model (its operator's KWX_READ_MODELS): this page cannot show it.`;
   }
+  if (body && body.message_zh && lang() === "zh") return body.message_zh;
   return body && body.message ? body.message : `HTTP ${status}`;
 }
 

@@ -323,7 +323,10 @@ async function drawAudit() {
   const over = (st.settlements || []).some((x) => x.hand === n) || (st.hand && st.hand.phase === "over" && st.hand_no === n);
   if (!over) return;
   let real, other;
-  try { [real, other] = await Promise.all([settlement(n), settlement(n, S.whatIf)]); } catch (e) { box.append(p(String(e.message), "error")); return; }
+  // the hand's own settlement is what the panel is for; a what-if the other rules refuse says so
+  // in its own place and takes nothing else away
+  const refused = (e) => ({ refused: e.message });
+  try { [real, other] = await Promise.all([settlement(n), settlement(n, S.whatIf).catch(refused)]); } catch (e) { box.append(p(String(e.message), "error")); return; }
   if (seq !== S.seq) return;
   box.append(settlementSection(real, other));
 }
@@ -401,10 +404,20 @@ function settlementSection(real, other) {
   const pick = el("select", { id: "whatif-preset" });
   for (const x of PRESETS) pick.append(el("option", { value: x, text: x, selected: x === S.whatIf }));
   pick.addEventListener("change", () => { S.whatIf = pick.value; drawAudit(); });
+  sec.append(el("h4", {}, `${t("whatif")} `, pick));
+  if (other.refused) {
+    sec.append(p(t("whatif_refused") + other.refused, "error whatif-refused"));
+    return sec;
+  }
   const wf = other.what_if || {};
-  sec.append(el("h4", {}, `${t("whatif")} `, pick),
-    p(`${t("net")}: ${((wf.settlement || {}).net || []).join(" / ")} · ${t("net_difference")}: ${(wf.net_difference || []).join(" / ")}`, "whatif-net"));
+  sec.append(p(`${t("net")}: ${((wf.settlement || {}).net || []).join(" / ")} · ${t("net_difference")}: ${(wf.net_difference || []).join(" / ")}`, "whatif-net"));
   if (wf.note) sec.append(p(t("whatif_note"), "muted"));
+  const recorded = wf.rulings || [];
+  if (recorded.length) {
+    sec.append(el("details", { class: "whatif-rulings" }, el("summary", { text: t("whatif_rulings", recorded.length) }),
+      el("ul", {}, ...recorded.map((r) => el("li", { "data-event": r.event, "data-code": r.code,
+        text: `${t("event_n", r.event)}: ${zhOr(r.message_zh, r.message)}` })))));
+  }
   return sec;
 }
 
