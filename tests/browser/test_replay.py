@@ -91,6 +91,61 @@ def test_search_filters_like_the_api_and_opens_a_table(page: Any, desk: Desk) ->
     assert want[0] in page.inner_text("#table-title")
 
 
+FLAG_WORDS = {
+    "zh": {"lou_hu": "漏胡", "kong_chain": "杠上杠", "liang_dao": "亮倒", "bao_hu": "包胡",
+           "discrepancy": "上报不一致"},
+    "en": {"lou_hu": "missed win", "kong_chain": "kong chain", "liang_dao": "declared ready",
+           "bao_hu": "bao hu", "discrepancy": "reported payout differs"},
+}  # fmt: skip
+
+
+def test_the_search_says_each_flag_in_the_pages_language(page: Any, desk: Desk) -> None:
+    """The discovery API's flags are wire ids (lou_hu, kong_chain …): the search's checkboxes, the
+    results' flags column and each hand button's title say them in words, and a language switch
+    says them again."""
+    page.goto(desk.base + "/replay")
+    sign_in(page, desk)
+    tables = desk.api("/v1/tables")["tables"]
+    expect(page.locator("#results-body tr[data-table]")).to_have_count(len(tables))
+    table = next(x for x in tables if "lou_hu" in x["flags"])
+    hands = desk.api(f"/v1/tables/{table['table_id']}/hands")["hands"]
+    flagged = next(h for h in hands if h["flags"])
+    button = page.locator(f"#hands button[data-hand='{flagged['hand']}']")
+    for lang in ("zh", "en"):
+        if lang == "en":  # from the first screen on, before any table is open
+            page.click("#lang")
+            expect(page.locator("#lang")).to_have_text("中文")
+            expect(page.locator("#signout")).to_have_text("Sign out")
+        for flag, word in FLAG_WORDS[lang].items():
+            label = page.locator("#search-form label", has=page.locator(f"input[value={flag}]"))
+            expect(label).to_have_text(word)
+        for x in tables:
+            cell = page.locator(f"#results-body tr[data-table='{x['table_id']}'] td.flag-words")
+            shown = cell.locator("[data-flag]")
+            expect(shown).to_have_count(len(x["flags"]))
+            assert shown.evaluate_all("ns => ns.map(n => n.dataset.flag)") == x["flags"]
+            for flag in x["flags"]:
+                if flag in FLAG_WORDS[lang]:
+                    expect(cell.locator(f"[data-flag={flag}]")).to_have_text(FLAG_WORDS[lang][flag])
+            assert "_" not in cell.inner_text(), cell.inner_text()  # no wire id left
+    page.click(f"#results-body tr[data-table='{table['table_id']}'] button")
+    expect(button).to_have_attribute("title", re.compile("^(won|wall exhausted|aborted) · "))
+    for flag in flagged["flags"]:
+        if flag in FLAG_WORDS["en"]:
+            assert FLAG_WORDS["en"][flag] in (button.get_attribute("title") or "")
+    page.click("#lang")  # back to Chinese: the titles too
+    expect(button).to_have_attribute("title", re.compile("^(胡牌|荒庄|中止) · "))
+
+
+def test_signing_out_of_the_replay_forgets_the_key(page: Any, desk: Desk) -> None:
+    open_at(page, desk, KONG_TABLE, 5)
+    assert page.evaluate("sessionStorage.getItem('kwx.key')") == desk.keys["support"]
+    page.click("#signout")
+    expect(page.locator("#signin")).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('kwx.key')") is None
+    assert page.is_hidden("#viewer")
+
+
 def test_a_missing_table_is_said_so(page: Any, desk: Desk) -> None:
     page.goto(desk.base + "/replay")
     sign_in(page, desk)

@@ -2,7 +2,7 @@
 // Each step is one GET …/state?at=N (as the chosen seat saw it); a hand's timeline, report (chain
 // hashes) and settlement are read once per hand and language.
 "use strict";
-import { wireSignIn, el, get, lang, setLang } from "/static/api.js";
+import { wireSignIn, el, get, lang, setLang, signOut } from "/static/api.js";
 import { tileSvg, tileName, expand, readingGroups, readingText } from "/static/tiles.js";
 import { t } from "/static/replay-i18n.js";
 
@@ -507,8 +507,10 @@ async function openTable(id, { at = null, hand = null, seat = null, hash = null 
   const hl = $("hands");
   hl.replaceChildren();
   for (const h of body.hands) {
-    hl.append(el("button", { type: "button", "data-hand": h.hand, title: `${h.end} · ${(h.flags || []).join(", ")}`,
-      text: `${t("hand")} ${h.hand}${h.flags && h.flags.length ? " •" : ""}`, onclick: () => go(h.first_event) }));
+    const b = el("button", { type: "button", "data-hand": h.hand, "data-end": String(h.end), "data-flags": (h.flags || []).join(","),
+      text: `${t("hand")} ${h.hand}${h.flags && h.flags.length ? " •" : ""}`, onclick: () => go(h.first_event) });
+    b.title = handTitle(b);
+    hl.append(b);
   }
   $("viewer").hidden = false;
   $("report").hidden = true;
@@ -539,7 +541,7 @@ async function search(more = false) {
     body.append(el("tr", { "data-table": x.table_id },
       el("td", {}, el("button", { type: "button", class: "link", text: x.table_id, onclick: () => openTable(x.table_id) })),
       el("td", { text: x.players.join(", ") }), el("td", { text: x.preset }), el("td", { text: x.hands }),
-      el("td", { text: x.first_at }), el("td", { text: (x.flags || []).join(", ") })));
+      el("td", { text: x.first_at }), el("td", { class: "flag-words" }, ...flagWords(x.flags || []))));
   }
   if (!more && !page.tables.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted", text: t("no_tables") })));
   cursor = page.next_cursor;
@@ -549,12 +551,19 @@ async function search(more = false) {
 // ------------------------------------------------------------------------------------ the page
 function L(name, tag = "span", attrs = {}) { return el(tag, { ...attrs, "data-i18n": name, text: t(name) }); }
 
+// The discovery API's flags (wire ids) in the page's words, each relabelled with the page.
+function flagWords(flags) { return flags.flatMap((x, i) => [...(i ? [", "] : []), L(`f_${x}`, "span", { "data-flag": x })]); }
+function handTitle(b) {
+  const flags = b.dataset.flags ? b.dataset.flags.split(",").map((x) => t(`f_${x}`)) : [];
+  return [t(`end_${b.dataset.end}`), ...flags].join(" · ");
+}
+
 function build() {
   const view = $("view");
   const presetSel = el("select", { name: "preset" }, el("option", { value: "", "data-i18n": "any", text: t("any") }));
   for (const x of PRESETS) presetSel.append(el("option", { value: x, text: x }));
   const flags = el("span", { class: "flags" }, L("has"));
-  for (const x of FLAGS) flags.append(el("label", {}, el("input", { type: "checkbox", name: "has", value: x }), ` ${x}`));
+  for (const x of FLAGS) flags.append(el("label", {}, el("input", { type: "checkbox", name: "has", value: x }), " ", L(`f_${x}`)));
   const form = el("form", { id: "search-form", class: "row" },
     el("label", {}, L("player"), " ", el("input", { name: "player", maxlength: 64, size: 8 })),
     el("label", {}, L("since"), " ", el("input", { name: "since", type: "date" })),
@@ -598,7 +607,6 @@ function build() {
     slider, jumps, el("p", { id: "note", class: "muted", "aria-live": "polite" }));
   const top = el("div", { class: "row viewer-head" }, el("h2", { id: "table-title" }), el("nav", { id: "hands" }),
     el("label", {}, L("view"), " ", seatSel),
-    el("button", { type: "button", id: "lang", text: t("lang"), onclick: switchLang }),
     L("report", "button", { type: "button", id: "report-btn", onclick: showReport }),
     L("help", "button", { type: "button", id: "help-btn", onclick: () => toggleHelp() }));
   const viewer = el("section", { id: "viewer", hidden: true }, top,
@@ -609,7 +617,11 @@ function build() {
     el("div", { class: "card" }, L("help_title", "h3"),
       el("ul", {}, L("k_lr", "li"), L("k_ud", "li"), L("k_pg", "li"), L("k_he", "li"), L("k_q", "li")),
       L("close", "button", { type: "button", onclick: () => toggleHelp(false) })));
-  view.replaceChildren(search_, viewer, el("section", { id: "report", class: "report card", hidden: true }), help);
+  // the page's language and the key: from the first screen on, as on the dashboard
+  const pageTop = el("div", { class: "row page-top" },
+    el("button", { type: "button", id: "lang", text: t("lang"), onclick: switchLang }),
+    L("sign_out", "button", { type: "button", id: "signout", onclick: () => { signOut(); location.reload(); } }));
+  view.replaceChildren(pageTop, search_, viewer, el("section", { id: "report", class: "report card", hidden: true }), help);
 }
 
 function toggleHelp(show) { const h = $("help"); h.hidden = show === undefined ? !h.hidden : !show; }
@@ -624,7 +636,10 @@ async function switchLang() {
   setLang(lang() === "zh" ? "en" : "zh");
   relabel();
   if (S.table) {
-    for (const b of document.querySelectorAll("#hands button")) b.textContent = b.textContent.replace(/^\S+/, t("hand"));
+    for (const b of document.querySelectorAll("#hands button")) {
+      b.textContent = b.textContent.replace(/^\S+/, t("hand"));
+      b.title = handTitle(b);
+    }
     await go(S.at);
     if (!$("report").hidden) await showReport();
   }
