@@ -11,7 +11,7 @@ names ``5p`` … stay in the structured fields). Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from domain.tiles import TILE_NAMES
 
@@ -95,6 +95,11 @@ WALL_RESULTS: dict[str, tuple[str, str]] = {
     "tile_count": ("某种牌超过4张", "more than four of a tile"),
     "hash_mismatch": ("公布的牌墙与哈希值不符", "the revealed wall does not match its hash"),
 }
+
+
+def pattern_names(ids: Iterable[str]) -> dict[str, dict[str, str]]:
+    """Each pattern id's name in Chinese and English (an id this build does not know: the id)."""
+    return {i: dict(zip(("zh", "en"), PATTERNS.get(i, (i, i)), strict=True)) for i in ids}
 
 
 def pick(lang: str, pair: tuple[str, str]) -> str:

@@ -449,10 +449,16 @@ LeaderboardRow = defstruct(
 )  # fmt: skip
 
 
+class PatternName(_S):
+    zh: str
+    en: str
+
+
 class PlayerStatsAnswer(_S):
     player_id: str
     overall: PlayerStatsBlock  # type: ignore[valid-type]
     presets: dict[str, PlayerStatsBlock]  # type: ignore[valid-type]
+    pattern_names: dict[str, PatternName]  # each pattern id of overall.patterns by name (RULES.md §5)
 
 
 class LeaderboardAnswer(_S):

@@ -28,7 +28,7 @@ from typing import Annotated, Any, TypeVar
 import msgspec
 from fastapi import APIRouter, Depends, Query, Response
 
-from projections import queries
+from projections import queries, wording
 from projections.ledger import HOUSE
 from projections.queries.discrepancies import FeedPage
 from projections.queries.ledger import LedgerPage
@@ -90,6 +90,7 @@ def player_statistics(
     answer = _models(container, PlayerStats(principal.tenant, player_id, preset))
     if answer is None:
         raise NotFound(f"no statistics for player {player_id!r}")
+    answer["pattern_names"] = wording.pattern_names(answer["overall"]["patterns"])
     return _json(answer)
 
 

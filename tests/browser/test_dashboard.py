@@ -6,6 +6,8 @@ feed newest first — and it says plainly when a key's role may not read somethi
 from __future__ import annotations
 
 import json
+import random
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -45,6 +47,22 @@ def expected_stats(answer: dict[str, Any], keys: list[str]) -> dict[str, dict[st
     ratios = set(answer["overall"]["ratios"])
     blocks = {"overall": answer["overall"], **answer["presets"]}
     return {name: {k: (b["ratios"][k] if k in ratios else b[k]) for k in keys} for name, b in blocks.items()}
+
+
+def over_time(entries: list[dict[str, Any]]) -> list[int]:
+    """The balances the chart draws: the entries in the order of their hands' times (``at``, else
+    ``recorded_at``; ties in the ledger's order), each the balance after every entry up to it."""
+
+    def when(e: dict[str, Any]) -> float:
+        return datetime.fromisoformat(e["at"] or e["recorded_at"]).timestamp()
+
+    order = sorted(range(len(entries)), key=lambda i: (when(entries[i]), i))
+    y = entries[0]["balance"] - entries[0]["amount"] if entries else 0
+    out = []
+    for i in order:
+        y += entries[i]["amount"]
+        out.append(y)
+    return out
 
 
 def sortable() -> list[str]:
@@ -94,10 +112,16 @@ def test_a_typed_player_shows_the_stats_json_and_the_chart_ends_at_the_balance(p
     expect(page.locator(cell.format("win_rate"))).to_have_text(f"{rate * 100:.1f}%")
     expect(page.locator(cell.format("average_multiplier"))).to_have_text(f"{average:.2f}")
     expect(page.locator(cell.format("wins"))).to_have_text(str(answer["overall"]["wins"]))
+    # the patterns won by name, in the page's language (the tab is zh-CN), each with its count
+    won = answer["overall"]["patterns"]
+    shown = page.eval_on_selector_all(
+        ".patterns span.pattern", "ss => ss.map(s => [s.dataset.id, s.textContent])"
+    )
+    assert shown == [[k, f"{answer['pattern_names'][k]['zh']} × {won[k]}"] for k in sorted(won)] and shown
     ledger = desk.api("/v1/players/p001/ledger", "dashboard", limit=1000)
     expect(page.locator("svg.chart")).to_be_visible()
     ys = page.eval_on_selector_all("svg.chart circle.point", "cs => cs.map(c => Number(c.dataset.y))")
-    assert ys == [e["balance"] for e in ledger["entries"]]
+    assert ys == over_time(ledger["entries"])
     assert ys[-1] == ledger["balance"] and ledger["entries_total"] == len(ys)
     # axes with labels, and the hover readout at the right edge is the last balance
     assert page.locator("svg.chart text.tick.y").count() >= 2
@@ -113,6 +137,63 @@ def test_a_typed_player_shows_the_stats_json_and_the_chart_ends_at_the_balance(p
     assert page.url.endswith("?player=p001")
 
 
+@pytest.fixture(scope="module")
+def backfilled(desk: Desk) -> tuple[str, str]:
+    """A tenant of its own whose platform sent a table, then an older one (a backfill): its player's
+    ledger holds the newer table's entries before the older one's. (dashboard key, player)"""
+    from domain.simulate import simulate_table
+    from services.bootstrap import bootstrap
+    from services.settings import Settings
+    from tests.service.serving import wait_for
+
+    keys_of = bootstrap(
+        Settings(database_url=desk.database_url, pool_size=1, log_level="warning"), migrate=False
+    )
+    try:
+        platform, dashboard = (keys_of.keys.create("backfill", role) for role in ("platform", "dashboard"))
+    finally:
+        keys_of.close()
+    players = ["bf-a", "bf-b", "bf-c"]
+    headers = {"Authorization": f"Bearer {platform}"}
+    for n, start in enumerate(["2026-11-25T20:00:00+00:00", "2026-11-12T09:00:00+00:00"]):
+        when = datetime.fromisoformat(start)
+        events = simulate_table(random.Random(90 + n), 3, None, f"bf-{n}", start=when, players=players)
+        body = {"events": events, "expected_version": 0}
+        answer = httpx.post(f"{desk.base}/v1/tables/bf-{n}/events", json=body, headers=headers, timeout=60)
+        assert answer.status_code == 201, answer.text
+
+    def both_in() -> bool:
+        got = httpx.get(f"{desk.base}/v1/players/bf-a/ledger", params={"limit": 1000},
+                        headers={"Authorization": f"Bearer {dashboard}"}, timeout=30)  # fmt: skip
+        return got.status_code == 200 and {e["table_id"] for e in got.json()["entries"]} == {"bf-0", "bf-1"}
+
+    wait_for(both_in, 120, "the projector did not take both backfilled tables")
+    return dashboard, "bf-a"
+
+
+def test_the_balance_over_time_follows_the_hands_times_not_the_order_they_arrived(
+    page: Any, desk: Desk, backfilled: tuple[str, str]
+) -> None:
+    key, player = backfilled
+    ledger = httpx.get(f"{desk.base}/v1/players/{player}/ledger", params={"limit": 1000},
+                       headers={"Authorization": f"Bearer {key}"}, timeout=30).json()  # fmt: skip
+    entries = ledger["entries"]
+    times = [e["at"] for e in entries]
+    assert times != sorted(times), "the ledger is in time order: this test shows nothing"
+    page.goto(f"{desk.base}/dashboard?player={player}")
+    page.fill("#signin input[name=key]", key)
+    page.press("#signin input[name=key]", "Enter")
+    expect(page.locator("#ledger-summary")).to_have_attribute("data-balance", str(ledger["balance"]))
+    drawn = page.eval_on_selector_all(
+        "svg.chart circle.point", "cs => cs.map(c => [c.dataset.at, Number(c.dataset.y)])"
+    )
+    assert [at for at, _ in drawn] == sorted(at for at, _ in drawn)  # left to right in time
+    assert [y for _, y in drawn] == over_time(entries) and drawn[-1][1] == ledger["balance"]
+    # each point is the balance after every hand up to its time: the older table's hands first
+    older = sum(e["amount"] for e in entries if e["table_id"] == "bf-1")
+    assert drawn[sum(e["table_id"] == "bf-1" for e in entries) - 1][1] == older
+
+
 def test_the_chart_pages_through_the_ledger(page: Any, desk: Desk) -> None:
     ledger = desk.api("/v1/players/p003/ledger", "dashboard", limit=1000)
     open_dashboard(page, desk, query="?player=p003&ledger_limit=7")
@@ -121,7 +202,7 @@ def test_the_chart_pages_through_the_ledger(page: Any, desk: Desk) -> None:
     pages = -(-ledger["entries_total"] // 7)
     assert pages > 1 and summary.get_attribute("data-pages") == str(pages)
     ys = page.eval_on_selector_all("svg.chart circle.point", "cs => cs.map(c => Number(c.dataset.y))")
-    assert ys == [e["balance"] for e in ledger["entries"]] and ys[-1] == ledger["balance"]
+    assert ys == over_time(ledger["entries"]) and ys[-1] == ledger["balance"]
     # the keyboard reaches the same readout as the mouse
     page.focus("svg.chart")
     page.keyboard.press("ArrowRight")

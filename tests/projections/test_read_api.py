@@ -281,6 +281,13 @@ def test_stats_ledger_leaderboard_and_discrepancies(
     assert (overall["hands_played"], overall["wins"], overall["net_coins"]) == (hands, wins, net)
     assert overall["ratios"]["win_rate"] == round(wins / hands, 4)
     assert sum(p["hands_played"] for p in stats["presets"].values()) == hands
+    # every pattern won, by name in both languages: the names the settlements and timelines use
+    won = {p.id for s in states.values() for x in s.settlements for w in x.wins for p in w.patterns
+           if w.seat in [i for i, q in enumerate(s.players) if q == player]}  # fmt: skip
+    assert set(overall["patterns"]) == won and won
+    assert stats["pattern_names"] == {
+        k: {"zh": wording.PATTERNS[k][0], "en": wording.PATTERNS[k][1]} for k in overall["patterns"]
+    }
     # the ledger, page by page, with its running balance
     entries: list[dict[str, Any]] = []
     after = 0

@@ -117,7 +117,9 @@ function statsTable(stats) {
     el("p", {}, el("strong", { text: stats.player_id })),
     el("div", { class: "scroll" }, el("table", { class: "grid stats" }, el("thead", {}, head), el("tbody", {}, ...rows))),
     el("p", { class: "patterns" }, `${t(L, "patterns")}: `,
-       patterns.length ? patterns.map(([k, n]) => `${k} × ${n}`).join(" · ") : t(L, "none")));
+       ...(patterns.length ? patterns.flatMap(([k, n], i) => [...(i ? [" · "] : []),
+         el("span", { class: "pattern", "data-id": k, "data-n": n, title: k,
+                      text: `${((stats.pattern_names || {})[k] || {})[L] || k} × ${n}` })]) : [t(L, "none")])));
 }
 
 // ---- 2. the coin balance over time --------------------------------------------------------------
@@ -141,10 +143,8 @@ async function showLedger(player) {
     return;
   }
   if (player !== params().player) return;  // another player was opened meanwhile
-  const points = entries.map((e) => ({
-    x: Date.parse(e.at ?? e.recorded_at),
-    y: e.balance,
-    label: `${e.table_id} ${t(L, "hand")} ${e.hand} · ${e.reason} ${e.amount > 0 ? "+" : ""}${e.amount}`,
+  const points = overTime(entries).map(({ e, x, y }) => ({
+    x, y, label: `${e.table_id} ${t(L, "hand")} ${e.hand} · ${e.reason} ${e.amount > 0 ? "+" : ""}${e.amount}`,
   }));
   const summary = el("p", { class: "muted", id: "ledger-summary", "data-balance": page.balance,
                             "data-entries": entries.length, "data-pages": pages },
@@ -156,6 +156,19 @@ async function showLedger(player) {
   }
   chart.replaceChildren(summary, lineChart(points, { title: `${t(L, "chart")} · ${player}`,
                                                       yLabel: t(L, "balance"), xLabel: t(L, "time") }));
+}
+
+// The balance as a function of time: the entries in the order of their hands' times (`at`, else
+// when kwx stored them), each point the balance after every entry up to it. The ledger's own
+// order, and its running `balance`, is the order kwx learnt of the hands: two tables played at once,
+// or a platform's backfill of older tables, interleave times in it, and plotted as it is the line
+// went back and forth in time. The last point is the ledger's balance all the same.
+function overTime(entries) {
+  if (!entries.length) return [];
+  const timed = entries.map((e, i) => ({ e, i, x: Date.parse(e.at ?? e.recorded_at) }))
+    .sort((a, b) => a.x - b.x || a.i - b.i);
+  let y = entries[0].balance - entries[0].amount;  // before the first entry read (0 from the start)
+  return timed.map(({ e, x }) => ({ e, x, y: (y += e.amount) }));
 }
 
 // ---- 3. the leaderboard -------------------------------------------------------------------------
