@@ -354,12 +354,17 @@ def test_the_discrepancies_feed_is_newest_first_and_links_to_the_replay(page: An
         "#feed li",
         "lis => lis.map(li => [Number(li.dataset.seq), li.querySelector('a').getAttribute('href')])",
     )
-    assert shown == [[d["seq"], f"/replay?table={d['table_id']}&hand={d['hand']}"] for d in newest]
+    links = [f"/replay?table={d['table_id']}&hand={d['hand']}&at={d['reported_event']}" for d in newest]
+    assert shown == [[d["seq"], link] for d, link in zip(newest, links, strict=True)]
     first = newest[0]["lines"][0]
     expect(items.first).to_contain_text(f"{first['reported']}")
     expect(items.first).to_contain_text(f"{first['computed']}")
     items.first.locator("a").click()
-    page.wait_for_url(f"**/replay?table={newest[0]['table_id']}&hand={newest[0]['hand']}")
+    page.wait_for_url(f"**{links[0]}")
+    # the replay opens at the reported payout: the computed settlement beside it, the difference said
+    expect(page.locator("#step")).to_have_attribute("data-at", str(newest[0]["reported_event"]))
+    expect(page.locator("#settlement .reported.error").first).to_be_visible()
+    expect(page.locator("#settlement table.transfers")).to_be_visible()
 
 
 def test_a_dashboard_key_reads_all_but_the_feed_and_is_told_so_plainly(page: Any, desk: Desk) -> None:

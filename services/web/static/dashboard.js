@@ -264,7 +264,7 @@ async function showDiscrepancies() {
   }
   all.sort((a, b) => b.seq - a.seq);
   const items = all.slice(0, FEED_SHOWN).map((d) => {
-    const href = `/replay?table=${encodeURIComponent(d.table_id)}&hand=${d.hand}`;
+    const href = `/replay?table=${encodeURIComponent(d.table_id)}&hand=${d.hand}&at=${d.reported_event}`;
     const lines = d.lines.map((l) => `${t(L, "seat")} ${l.from}→${l.to}: ${t(L, "reported")} ${l.reported} / ${t(L, "computed")} ${l.computed} (${l.difference > 0 ? "+" : ""}${l.difference})`);
     return el("li", { "data-seq": d.seq, "data-table": d.table_id, "data-hand": d.hand },
       el("span", { class: "muted", text: `#${d.seq} ` }),
