@@ -201,12 +201,11 @@ def _as_recorded(state: TableState, ev: Event, ruling: Ruling) -> TableState | N
     nothing: the event only takes its place in the version count). Either is kept in the
     state's rulings; None for every other break, which still stops the fold."""
     if type(ev) is HandStarted and state.next_dealer is not None and ev.dealer != state.next_dealer:
-        as_dealt = _replace(state, next_dealer=ev.dealer)
+        as_dealt = _replace(state, next_dealer=ev.dealer, rulings=(*state.rulings, ruling))
         again = check(as_dealt, ev)
         if again is not None and rejects(as_dealt, again):
             return None
-        new = evolve(as_dealt, ev, again)
-        return _replace(new, rulings=(*state.rulings, ruling, *new.rulings[len(state.rulings) :]))
+        return evolve(as_dealt, ev, again)
     if type(ev) is MaDrawn and state.rules is not None and not state.rules.maima:
         return _replace(state, version=state.version + 1, rulings=(*state.rulings, ruling))
     return None
