@@ -11,14 +11,16 @@ from domain.tiles import TILE_INDEX
 from domain.walls import remaining
 
 
-def _claim_window(state: TableState, hs: HandState, seat: int, tile: int, what: str, v: int) -> Ruling | None:
-    """Structure of a claim (碰 / 直杠) of the last discard."""
+def _claim_window(
+    state: TableState, hs: HandState, seat: int, tile: int, what: tuple[str, str], v: int
+) -> Ruling | None:
+    """Structure of a claim (碰 / 直杠) of the last discard; ``what`` names it (English, Chinese)."""
     if hs.phase != "claim" or hs.last_tile is None:
         return make(
             v, "sequence",
-            f"{who(state, seat)} claims {t(tile)} by {what}, but there is no discard to claim now "
+            f"{who(state, seat)} claims {t(tile)} by {what[0]}, but there is no discard to claim now "
             f"(phase: {hs.phase})",
-            f"{who(state, seat)} {what}{t(tile)}，但现在没有可以碰/杠的打出的牌",
+            f"{who(state, seat)} {what[1]}{t(tile)}，但现在没有可以碰/杠的打出的牌",
             seat=seat, tile=t(tile), phase=hs.phase,
         )  # fmt: skip
     if seat == hs.turn:
@@ -31,8 +33,8 @@ def _claim_window(state: TableState, hs: HandState, seat: int, tile: int, what: 
     if tile != hs.last_tile:
         return make(
             v, "sequence",
-            f"{who(state, seat)} claims {t(tile)} by {what}, but the last discard is {t(hs.last_tile)}",
-            f"{who(state, seat)} {what}{t(tile)}，但最后打出的牌是{t(hs.last_tile)}",
+            f"{who(state, seat)} claims {t(tile)} by {what[0]}, but the last discard is {t(hs.last_tile)}",
+            f"{who(state, seat)} {what[1]}{t(tile)}，但最后打出的牌是{t(hs.last_tile)}",
             seat=seat, tile=t(tile), last_discard=t(hs.last_tile),
         )  # fmt: skip
     return None
@@ -40,7 +42,7 @@ def _claim_window(state: TableState, hs: HandState, seat: int, tile: int, what: 
 
 def check_peng(state: TableState, hs: HandState, rules: Rules, ev: Peng, v: int) -> Ruling | None:
     seat, tile = ev.seat, TILE_INDEX[ev.tile]
-    r = _claim_window(state, hs, seat, tile, "碰 (peng)", v)
+    r = _claim_window(state, hs, seat, tile, ("碰 (peng)", "碰"), v)
     if r is not None:
         return r
     held = hs.concealed[seat][tile]
@@ -102,7 +104,7 @@ def check_kong(state: TableState, hs: HandState, rules: Rules, ev: Kong, v: int)
     seat, tile, kind = ev.seat, TILE_INDEX[ev.tile], ev.kind
     held = hs.concealed[seat][tile]
     if kind == "exposed":
-        r = _claim_window(state, hs, seat, tile, "直杠 (exposed kong)", v)
+        r = _claim_window(state, hs, seat, tile, ("直杠 (exposed kong)", "直杠"), v)
         if r is not None:
             return r
         if held < 3:

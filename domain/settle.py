@@ -259,7 +259,7 @@ def _piao(ledger: _Ledger, record: HandRecord, win: WinRecord, payers: list[tupl
             (
                 f"漂: payer seat {payer} piao {piao[payer]} + payee seat {win.seat} piao {piao[win.seat]}"
                 f" = {units}",
-                f"漂：付方座位{payer}漂{piao[payer]} + 收方座位{win.seat}漂{piao[win.seat]} = {units}",
+                f"漂：付方{payer}号位漂{piao[payer]} + 收方{win.seat}号位漂{piao[win.seat]} = {units}",
             ),
         )
 

@@ -104,12 +104,6 @@ def _lou_hu(
     return out
 
 
-def _coin_zh(kind: str, tile: str, points: int, factor: int, base: int, amount: int) -> str:
-    """A kong's coin line in whole Chinese (the settlement's ``detail`` is English)."""
-    who = "点杠者付" if kind == "exposed" else "其他两家各付"
-    return f"{_KONG_ZH[kind]}{wording.tile(tile, 'zh')}，{who}：{points}分×{factor}倍×底分{base}={amount}分"
-
-
 def _kong_chains(state: Any, records: Sequence[Any], lang: str) -> list[dict[str, Any]]:
     from domain.settle import chain_factor
 
@@ -128,26 +122,32 @@ def _kong_chains(state: Any, records: Sequence[Any], lang: str) -> list[dict[str
                     "to": t.to,
                     "amount": t.amount,
                     "detail": t.detail,
-                    "detail_zh": _coin_zh(k.kind, TILE_NAMES[k.tile], points, factor, rec.base, t.amount),
+                    "detail_zh": wording.zh_whole(t.detail_zh),  # the engine's own derivation
                 }
                 for t in (settlement.transfers if settlement is not None else ())
                 if t.reason == "kong" and t.event == k.event
             ]
             tile = TILE_NAMES[k.tile]
             if k.robbed:
-                en = f"seat {k.seat}'s {k.kind} kong of {tile} at event {k.event} was robbed: it pays nothing"
+                en = (f"seat {k.seat}'s {k.kind} kong of {wording.tile(tile, 'en')} at event {k.event} "
+                      "was robbed: it pays nothing")  # fmt: skip
                 zh = (
                     f"{wording.short_seat(k.seat, 'zh')}在第{k.event}事件的{_KONG_ZH[k.kind]}"
                     f"{wording.tile(tile, 'zh')}被抢杠：抢的杠不算杠"
                 )
             else:
-                en = (f"seat {k.seat} {k.kind} kong of {tile} at event {k.event}: kong {k.chain} of its chain, "  # noqa: E501
-                      f"{points} points × factor {factor} × base")  # fmt: skip
-                zh = (
-                    f"{wording.short_seat(k.seat, 'zh')}第{k.event}事件{_KONG_ZH[k.kind]}"
-                    f"{wording.tile(tile, 'zh')}："
-                    f"杠上杠第{k.chain}杠，{points}分×{factor}倍×底分"
+                each = points * factor * rec.base
+                place, place_zh = (
+                    (f"kong {k.chain} of its kong chain", f"杠上杠第{k.chain}杠")
+                    if k.chain > 1
+                    else ("a kong on its own", "单独一杠")
                 )
+                what = f"seat {k.seat} {k.kind} kong of {wording.tile(tile, 'en')} at event {k.event}"
+                how = f"{points} points × factor {factor} × base {rec.base} = {each}"
+                en = f"{what}: {place}; each payer pays {how}"
+                kong_zh = _KONG_ZH[k.kind] + wording.tile(tile, "zh")
+                what_zh = f"{wording.short_seat(k.seat, 'zh')}第{k.event}事件{kong_zh}"
+                zh = f"{what_zh}：{place_zh}，每个付方付杠分{points}×{factor}倍×底分{rec.base}={each}"
             item = {
                 "event": k.event, "seat": k.seat, "kind": k.kind, "tile": tile, "k": k.chain,
                 "points": points, "factor": factor, "robbed": k.robbed, "source": k.source,

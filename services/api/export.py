@@ -30,6 +30,7 @@ from fastapi import APIRouter, Depends, Path, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from projections import wording
 from services.api import schemas
 from services.api.deps import TableId, get_container, get_principal, read_lang
 from services.bootstrap import Container
@@ -242,7 +243,9 @@ def _report(src: Source, table_id: str, hand: int, head: Any, tenant: str, langu
     ruling_of = {v: r for v, _, r in got.events}
     settled = read._find(state.settlements, hand)
     settlement = (
-        read._derivation(settled, by_version, state.rules, state.rulings) if settled is not None else None
+        read._derivation(settled, by_version, state.rules, state.rulings, state.players)
+        if settled is not None
+        else None
     )
 
     previous = chain_reads.hash_before(src.pool, tenant, table_id, first)
@@ -278,7 +281,7 @@ def _report(src: Source, table_id: str, hand: int, head: Any, tenant: str, langu
             "formula": _FORMULA,
             "first_version": first, "last_version": last, "previous": start.hex(),
             "last_hash": previous.hex(), "verified": verified,
-            "how_to_check": _HOW,
+            "how_to_check": _HOW["zh" if language == "zh" else "en"],
         },
         "events": rows,
         "settlement": settlement,
@@ -296,7 +299,11 @@ def _report(src: Source, table_id: str, hand: int, head: Any, tenant: str, langu
 
 
 _FORMULA = "h_0 = SHA-256('kwx-chain-v1:' + table_id); h_n = SHA-256(h_(n-1) + canonical event n)"
-_HOW = "GET …/hands/{n}/export, then kwx verify --file EXPORT --head HEAD (docs/verify.md)"
+_HOW = {
+    "en": "GET …/hands/{n}/export, then kwx verify --file EXPORT --head HEAD (docs/verify.md)",
+    "zh": "先下载本局导出（GET …/hands/{n}/export），再运行 kwx verify --file 导出文件 --head 头哈希"
+    "（见 docs/verify.md）",
+}
 
 
 def _hashed(src: Container | Source, tenant: str, table_id: str, first: int, last: int) -> list[Any]:
@@ -311,38 +318,26 @@ def _hashed(src: Container | Source, tenant: str, table_id: str, first: int, las
     return out
 
 
-_DRAGON_ZH = {"C": "中", "F": "发", "P": "白"}
-
-
-def _tile_zh(tile: str | None) -> str:
-    """``5p`` → 5筒, ``4s`` → 4条, ``C`` / ``F`` / ``P`` → 中 / 发 / 白."""
-    if not tile:
-        return ""
-    if tile in _DRAGON_ZH:
-        return _DRAGON_ZH[tile]
-    return tile[:-1] + {"p": "筒", "s": "条"}.get(tile[-1], tile[-1])
-
-
 def _line(ev: Any, players: list[str], ruling: dict[str, Any] | None, lang: str) -> str:
-    """One plain line per event (the seat and player, the tile); the timeline route has the full text."""
+    """One plain line per event in the timeline's words (seats ``乙（bob）``, tiles ``5筒``:
+    projections/wording.py); the timeline route has the full text."""
     tag = type(ev).__struct_config__.tag
     seat = getattr(ev, "seat", None)
 
     def who(s: int | None) -> str:
-        if s is None:
-            return ""
-        name = players[s] if 0 <= s < len(players) else str(s)
-        return f"座位{s}（{name}）" if lang == "zh" else f"seat {s} ({name})"
+        return "" if s is None else wording.seat(s, players, lang)
 
-    raw_tile = getattr(ev, "tile", None)
-    tile = _tile_zh(raw_tile) if lang == "zh" else raw_tile
-    discard = getattr(ev, "discard", "")
+    def tile_of(name: str | None) -> str:
+        return wording.tile(name, lang) if name else ""
+
+    tile = tile_of(getattr(ev, "tile", None))
+    discard = tile_of(getattr(ev, "discard", None))
     zh = {"hand_started": f"第{getattr(ev, 'hand', '')}局开始，庄家{who(getattr(ev, 'dealer', None))}",
           "tile_drawn": f"{who(seat)}摸{tile}", "tile_discarded": f"{who(seat)}打{tile}",
           "peng": f"{who(seat)}碰{tile}", "kong": f"{who(seat)}杠{tile}",
-          "liang_dao": f"{who(seat)}亮倒，打{_tile_zh(discard)}",
+          "liang_dao": f"{who(seat)}亮倒，打{discard}",
           "hu": "、".join(who(w) for w in getattr(ev, "winners", [])) + f"胡{tile}",
-          "hand_exhausted": "流局", "hand_aborted": "本局作废", "ma_drawn": f"买马{tile}",
+          "hand_exhausted": "荒庄：牌墙摸完", "hand_aborted": "本局作废", "ma_drawn": f"买码{tile}",
           "wall_revealed": "公开牌墙", "settlement_reported": "平台上报结算", "table_closed": "牌桌结束",
           "table_opened": "开桌"}  # fmt: skip
     en = {"hand_started": f"hand {getattr(ev, 'hand', '')} starts, dealer {who(getattr(ev, 'dealer', None))}",
@@ -356,12 +351,14 @@ def _line(ev: Any, players: list[str], ruling: dict[str, Any] | None, lang: str)
           "table_opened": "the table opens"}  # fmt: skip
     text = (zh if lang == "zh" else en).get(tag, tag)
     if ruling:
-        message = ruling.get("message_zh") if lang == "zh" else None
-        text += (
-            ("（违规：" if lang == "zh" else " (ruling: ")
-            + str(message or ruling.get("message", ""))
-            + ("）" if lang == "zh" else ")")
-        )
+        if lang == "zh":
+            text += (
+                "（违规："
+                + wording.zh_whole(ruling.get("message_zh") or ruling.get("message", ""), players)
+                + "）"
+            )
+        else:
+            text += " (ruling: " + str(ruling.get("message", "")) + ")"
     return text
 
 

@@ -15,7 +15,7 @@ container's: services/bootstrap.py, started by the app's lifespan.)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any
 
 import msgspec
@@ -230,9 +230,12 @@ def _violation_of(win: dict[str, Any], rulings: Any) -> Any:
     return None
 
 
-def _derivation(settlement: Any, events: dict[int, Any], rules: Any, rulings: Any = ()) -> dict[str, Any]:
+def _derivation(
+    settlement: Any, events: dict[int, Any], rules: Any, rulings: Any = (), players: Sequence[str] = ()
+) -> dict[str, Any]:
     """The settlement with each win's derivation, in English (the engine's own notes) and in
-    Chinese (``*_zh``: the same numbers in projections/wording.py's words)."""
+    Chinese (``*_zh``: the same numbers in projections/wording.py's words; the engine's Chinese
+    made whole by ``wording.zh_whole``: tiles and seats in Chinese words, as the timeline says them)."""
     body: dict[str, Any] = msgspec.to_builtins(settlement)
     for w in body["wins"]:
         ruling = _violation_of(w, rulings)
@@ -267,7 +270,7 @@ def _derivation(settlement: Any, events: dict[int, Any], rules: Any, rulings: An
                 "effect": en.format(code=ruling.code),
                 "effect_zh": zh.format(code=ruling.code),
                 "message": ruling.message,
-                "message_zh": ruling.message_zh,
+                "message_zh": wording.zh_whole(ruling.message_zh, players),
             }
             if not_a_win:
                 derivation["multiplier"] = "not a win (no multiplier): pays nothing"
@@ -275,6 +278,7 @@ def _derivation(settlement: Any, events: dict[int, Any], rules: Any, rulings: An
                 derivation["cap_zh"] = "不成胡牌牌型：记录在案，不付分"
         w["derivation"] = derivation
     for t in body["transfers"]:
+        t["detail_zh"] = wording.zh_whole(t["detail_zh"])
         ev = events.get(t["event"])
         if ev is not None:
             t["event_id"] = ev.id
@@ -322,7 +326,7 @@ def hand_settlement(
     if actual is None:
         raise NotFound(f"hand {hand} of {table_id!r} is not settled")
     body: dict[str, Any] = {"table_id": table_id, "hand": hand, "rules": msgspec.to_builtins(state.rules)}
-    body["settlement"] = _derivation(actual, by_version, state.rules, state.rulings)
+    body["settlement"] = _derivation(actual, by_version, state.rules, state.rulings, state.players)
     if override is not None:
         from domain.engine import IllegalEvent
 
@@ -335,7 +339,7 @@ def hand_settlement(
                 f"({ruling.code}): {ruling.message}",
                 field="query." + ("rules" if "preset" in override else next(iter(override))),
                 message_zh=f"按这套规则整桌无法重演：第{exc.index + 1}事件（{ruling.code}）："
-                f"{ruling.message_zh}",
+                f"{wording.zh_whole(ruling.message_zh, state.players)}",
                 event=exc.index + 1,
                 rule=ruling.code,
             ) from None
@@ -344,18 +348,25 @@ def hand_settlement(
         body["what_if"] = {
             "rules_override": override,
             "rules": msgspec.to_builtins(other.rules),
-            "settlement": _derivation(alt, by_version, other.rules, other.rulings)
+            "settlement": _derivation(alt, by_version, other.rules, other.rulings, other.players)
             if alt is not None
             else None,
             "net_difference": [b - a for a, b in zip(actual.net, alt.net, strict=True)]
             if alt is not None
             else None,
-            "rulings": [msgspec.to_builtins(r) for r in other.rulings if r.event <= upto],
+            "rulings": [_ruling_out(r, other.players) for r in other.rulings if r.event <= upto],
             "note": "rule violations under the other rules are recorded, not refused; a hand dealt "
             "by another seat than their rotation is folded as dealt, a 买码 draw without 买码 draws "
             "nothing (each in rulings)",
         }
     return _json(body)
+
+
+def _ruling_out(ruling: Any, players: Sequence[str]) -> dict[str, Any]:
+    """An engine ruling as JSON, its Chinese made whole (``wording.zh_whole``)."""
+    out: dict[str, Any] = msgspec.to_builtins(ruling)
+    out["message_zh"] = wording.zh_whole(ruling.message_zh, players)
+    return out
 
 
 def _fold(engine: Engine, events: list[Any]) -> Any:

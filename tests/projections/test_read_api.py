@@ -134,8 +134,10 @@ def test_settlement_with_derivation_and_under_other_rules(client: Any, platform:
     )
     assert "番" in win["derivation"]["cap_zh"]
     assert all("event_type" in t and t["detail"] for t in got["transfers"])
-    # each transfer's derivation in Chinese too, as the engine said it
-    assert [t["detail_zh"] for t in got["transfers"]] == [t.detail_zh for t in settlement.transfers]
+    # each transfer's derivation in Chinese too, as the engine said it, tiles and seats in Chinese words
+    assert [t["detail_zh"] for t in got["transfers"]] == [
+        wording.zh_whole(t.detail_zh) for t in settlement.transfers
+    ]
     for t in got["transfers"]:
         assert t["detail_zh"].endswith(f"= {t['amount']}") and "底分" in t["detail_zh"], t
     # under other house rules: a cap of 2 can only lower the hand payment
@@ -183,10 +185,10 @@ def test_a_what_if_answers_for_hands_after_the_other_rules_would_have_dealt_othe
         assert what_if["settlement"]["net"] == list(want.net)
         assert what_if["settlement"]["dealer"] == _dealer_of(starts, hand)
     ruling = next(r for r in what_if["rulings"] if r["event"] == first.event)
-    assert (
-        ruling["message_zh"] == first.message_zh
-        and f"庄家应为{first.detail['expected']}号位" in ruling["message_zh"]
-    )
+    # the engine's Chinese made whole, as the timeline says seats: 庄家应为2号位 → 庄家应为丙
+    assert ruling["message_zh"] == wording.zh_whole(first.message_zh, other.players)
+    assert f"庄家应为{first.detail['expected']}号位" in first.message_zh
+    assert f"庄家应为{wording.SEAT_ZH[first.detail['expected']]}" in ruling["message_zh"]
 
 
 def _dealer_of(starts: dict[int, dict[str, Any]], hand: int) -> int:

@@ -249,3 +249,35 @@ def test_the_cap_in_words_is_the_engines_decision() -> None:
                 assert _same_as_the_engines_note(en, w.cap_note, w.shu_kan), (seed, en, w.cap_note)
                 assert not ASCII_WORD.search(_cap_words(w, final.rules, "zh"))
     assert wins > 20
+
+
+def test_the_settlements_chinese_derivation_is_whole_chinese_for_every_preset() -> None:
+    """Each transfer's ``detail_zh`` as the settlement route serves it (``read._derivation``: the
+    engine's Chinese made whole) names tiles and seats in the timeline's words: no wire tile name
+    (``5p``, ``C``), no seat number (``0号位``, ``座位0``), and its only ASCII words are the names
+    and values of the rule options that decided it (``discarder_pays_double``); the numbers and the
+    amount are the engine's. Simulated tables of every preset, 漂, 买码 and 杠上杠 among them."""
+    from domain.rule_options import OPTIONS
+    from domain.rules import PRESETS
+    from services.api.read import _derivation
+
+    allowed = {o.name.split(".")[-1] for o in OPTIONS} | {c for o in OPTIONS for c in o.choices}
+    wire_tile = re.compile(r"(?<![A-Za-z0-9_])([1-9]+[ps]|[CFP])(?![A-Za-z0-9_])")
+    reasons: set[str] = set()
+    runs = [(preset, seed, None) for preset in PRESETS for seed in range(8)]
+    runs += [("default", seed, {"service_fee": 2}) for seed in range(2)]  # no preset takes a fee
+    for preset, seed, override in runs:
+        final = engine.fold([convert(e) for e in simulated(seed, 3, preset=preset)], rules_override=override)
+        for s in final.settlements:
+            body = _derivation(s, {}, final.rules, final.rulings, final.players)
+            for t, raw in zip(body["transfers"], s.transfers, strict=True):
+                zh = t["detail_zh"]
+                assert zh == wording.zh_whole(raw.detail_zh), zh
+                assert not wire_tile.search(zh) and "号位" not in zh and "座位" not in zh, zh
+                assert set(re.findall(r"[A-Za-z_]+", zh)) <= allowed, zh
+                assert zh.endswith(f"= {t['amount']}"), zh
+                if t["reason"] == "piao":
+                    who = (wording.SEAT_ZH[raw.from_], wording.SEAT_ZH[raw.to])  # type: ignore[index]
+                    assert f"付方{who[0]}" in zh and f"收方{who[1]}" in zh, zh
+                reasons.add(t["reason"] + ("_chain" if "杠上杠" in zh else ""))
+    assert reasons >= {"hu", "kong", "kong_chain", "piao", "fee", "exhausted"}, reasons

@@ -7,6 +7,7 @@ the settlement's derivation and the reported-vs-computed difference."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -254,6 +255,46 @@ def test_hand_report_has_hashes_derivation_and_the_reported_difference(
     by_header = client.get(f"/v1/tables/{table_id}/hands/{hand}/report",
                            headers={**support, "Accept-Language": "zh-CN"})  # fmt: skip
     assert by_header.json()["lang"] == "zh"
+
+
+WIRE_TILE = re.compile(r"(?<![A-Za-z0-9_])([1-9]+[ps]|[CFP])(?![A-Za-z0-9_])")
+
+
+def test_the_chinese_report_says_seats_tiles_and_coins_as_the_timeline_and_settlement_do(
+    client: Any, platform: dict[str, str], support: dict[str, str]
+) -> None:
+    """One Chinese for one hand: the zh report's event lines name seats and tiles in the timeline's
+    words (``乙（bob）``, ``5筒``), a kong's coins say the settlement's own Chinese derivation, and no
+    Chinese text carries a wire tile name or a seat number (a 杠 + 漂 + 胡 hand of platform_3d)."""
+    table_id = _new_id()
+    events = simulated(1, 1)  # platform_3d: hand 1 has a kong, 漂 and a win
+    append(client, platform, table_id, events)
+    zh = client.get(f"/v1/tables/{table_id}/hands/1/report?lang=zh", headers=support).json()
+    en = client.get(f"/v1/tables/{table_id}/hands/1/report?lang=en", headers=support).json()
+    timeline = client.get(f"/v1/tables/{table_id}/hands/1/timeline?lang=zh", headers=support).json()
+    words = timeline["seat_words"]
+    players = zh["players"]
+    seated = 0
+    for row, event in zip(zh["events"], events[1:], strict=False):
+        assert row["type"] == event["type"]
+        line = row["line"]
+        assert "座位" not in line and "号位" not in line and not WIRE_TILE.search(line), line
+        if "seat" in event:
+            assert f"{words[event['seat']]}（{players[event['seat']]}）" in line, line
+            seated += 1
+    assert seated > 20
+    transfers = zh["settlement"]["transfers"]
+    assert {t["reason"] for t in transfers} >= {"kong", "piao", "hu"}
+    for t in transfers:
+        assert not WIRE_TILE.search(t["detail_zh"]) and "号位" not in t["detail_zh"], t["detail_zh"]
+    piao = [t["detail_zh"] for t in transfers if t["reason"] == "piao"]
+    assert all(words[t["from"]] in d and words[t["to"]] in d for t, d in zip(
+        [t for t in transfers if t["reason"] == "piao"], piao, strict=True))  # fmt: skip
+    coins = [c for chain in zh["kong_chains"] for k in chain["kongs"] for c in k["coins"]]
+    assert coins
+    assert [c["detail_zh"] for c in coins] == [t["detail_zh"] for t in transfers if t["reason"] == "kong"]
+    assert zh["chain"]["how_to_check"] != en["chain"]["how_to_check"]
+    assert "kwx verify" in zh["chain"]["how_to_check"] and "then" not in zh["chain"]["how_to_check"]
 
 
 def test_an_export_stops_at_the_head_it_read_while_events_are_appended(
