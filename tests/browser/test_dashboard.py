@@ -359,6 +359,9 @@ def test_the_discrepancies_feed_is_newest_first_and_links_to_the_replay(page: An
     first = newest[0]["lines"][0]
     expect(items.first).to_contain_text(f"{first['reported']}")
     expect(items.first).to_contain_text(f"{first['computed']}")
+    # each line's parties in the seat words of the replay and the API's Chinese (the tab is zh-CN)
+    said = {"house": "平台", 0: "甲", 1: "乙", 2: "丙"}
+    expect(items.first).to_contain_text(f"{said[first['from']]} → {said[first['to']]}: ")
     items.first.locator("a").click()
     page.wait_for_url(f"**{links[0]}")
     # the replay opens at the reported payout: the computed settlement beside it, the difference said

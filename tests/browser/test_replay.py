@@ -22,6 +22,14 @@ KONG_TABLE = "sim-17-2"  # a kong chain, 亮倒 with a hidden triplet, reported 
 DEALT_TABLE = "sim-17-1"  # xiangyang would have passed the deal on otherwise (hand 3's start)
 
 
+def by_seat(coins: list[int], lang: str = "zh") -> str:
+    """Coins per seat as the page says them: 甲 0，乙 -4，丙 +4 / seat 0: 0, seat 1: -4, seat 2: +4."""
+    signed = [f"+{n}" if n > 0 else str(n) for n in coins]
+    if lang == "zh":
+        return "，".join(f"{'甲乙丙'[s]} {n}" for s, n in enumerate(signed))
+    return ", ".join(f"seat {s}: {n}" for s, n in enumerate(signed))
+
+
 def expand(compact: str | None) -> list[str]:
     out: list[str] = []
     for group in (compact or "").split():
@@ -324,8 +332,10 @@ def test_jumps_and_the_lou_hu_explanation(page: Any, desk: Desk) -> None:
     expect(page.locator("#step")).to_have_attribute("data-at", str(lou[0]))
     tl = desk.api(f"/v1/tables/{table}/hands/2/timeline", lang="zh")
     expect(page.locator("#audit .lou-hu-text").first).to_have_text(tl["lou_hu"][0]["text"])
-    # the passed winning discard is visible on the board: the seat that could win is named
-    expect(page.locator(".badge.can-win")).to_contain_text("1")
+    # the passed winning discard is visible on the board: the seat that could win is named, in the
+    # timeline's seat word (乙 for seat 1 on a zh page)
+    passer = tl["lou_hu"][0]["seat"]
+    expect(page.locator(".badge.can-win")).to_contain_text(f"{tl['seat_words'][passer]}可胡")
     passed = page.locator(f"svg.tile.passed-win[data-event='{lou[0]}']")
     expect(passed).to_have_count(1)
     page.keyboard.press("ArrowRight")  # later in the hand the passed discard stays marked
@@ -395,7 +405,7 @@ def test_the_audit_panel_explains_a_kong_chain_and_a_settlement_with_a_what_if(p
     expect(page.locator("#settlement .reported.error")).to_have_count(1)
     page.select_option("#whatif-preset", "uncapped")
     other = desk.api(f"/v1/tables/{table}/hands/3/settlement", rules="uncapped")["what_if"]
-    want = " / ".join(str(x) for x in other["net_difference"])
+    want = by_seat(other["net_difference"])
     expect(page.locator("#settlement .whatif-net")).to_contain_text(want)
 
 
@@ -419,7 +429,7 @@ def test_a_hand_end_keeps_its_settlement_and_its_what_if_folds_each_hand_as_deal
         len(other["settlement"]["transfers"]) + 1
     )
     expect(page.locator("#whatif-preset")).to_have_value("xiangyang")
-    want = " / ".join(str(x) for x in other["what_if"]["net_difference"])
+    want = by_seat(other["what_if"]["net_difference"], lang)
     expect(page.locator("#settlement .whatif-net")).to_contain_text(want)
     said = page.locator(f"#settlement .whatif-rulings li[data-event='{kept[0]['event']}']")
     expect(said).to_have_attribute("data-code", "sequence")
@@ -594,6 +604,37 @@ def test_a_settlement_reads_in_the_pages_language(page: Any, desk: Desk) -> None
             assert "undefined" not in page.inner_text("#settlement")
 
 
+def test_one_word_for_one_seat_on_the_board_the_settlement_and_the_timeline(page: Any, desk: Desk) -> None:
+    """A zh page names a seat as the API's Chinese does (甲 乙 丙: the timeline's ``seat_words``):
+    the seat panels, whose turn and who deals, the settlement's payers and payees and the view
+    selector say the same word the timeline's lines say beside them; an en page says ``seat N``."""
+    table = KONG_TABLE
+    h = next(h for h in desk.api(f"/v1/tables/{table}/hands")["hands"] if h["end"] == "hu")
+    tl = desk.api(f"/v1/tables/{table}/hands/{h['hand']}/timeline", lang="zh")
+    words, players = tl["seat_words"], [p["player"] for p in tl["players"]]
+    state = desk.api(f"/v1/tables/{table}/state", at=h["last_event"])
+    open_at(page, desk, table, h["last_event"])  # the tab is zh-CN
+    for s in range(3):
+        expect(page.locator(f"section.seat[data-seat='{s}'] header strong")).to_have_text(
+            f"{words[s]} · {players[s]}"
+        )
+        expect(page.locator(f"#seat option[value='{s}']")).to_have_text(f"{words[s]}（座位 {s}）")
+    expect(page.locator("#dealer")).to_have_text(f"庄: {words[state['hand']['dealer']]}")
+    seated = next(x for x in tl["lines"] if x["seat"] is not None and x["kind"] == "tile_discarded")
+    assert f"{words[seated['seat']]}（{players[seated['seat']]}）" in seated["text"]
+    settled = desk.api(f"/v1/tables/{table}/hands/{h['hand']}/settlement")["settlement"]
+    rows = page.locator("#settlement table.transfers tr[data-event]")
+    expect(rows).to_have_count(len(settled["transfers"]))
+    for i, x in enumerate(settled["transfers"]):
+        payer = "平台" if x["from"] == "house" else f"{words[x['from']]} · {players[x['from']]}"
+        expect(rows.nth(i).locator("td").first).to_have_text(payer)
+    expect(page.locator("#settlement p.net")).to_have_text(f"净额: {by_seat(settled['net'])}")
+    assert "座位 0" not in page.inner_text("#board") and "座位 1" not in page.inner_text("#settlement")
+    page.click("#lang")
+    expect(page.locator("section.seat[data-seat='0'] header strong")).to_have_text(f"seat 0 · {players[0]}")
+    expect(page.locator("#seat option[value='2']")).to_have_text("seat 2")
+
+
 def test_the_dispute_report_lists_every_event_with_its_hash(page: Any, desk: Desk) -> None:
     table = KONG_TABLE
     open_at(page, desk, table, 40)
@@ -604,6 +645,15 @@ def test_the_dispute_report_lists_every_event_with_its_hash(page: Any, desk: Des
     assert page.eval_on_selector_all("#report td.hash", "ns => ns.map(n => n.textContent)") == [
         e["hash"] for e in report["events"]
     ]
+    # a zh report in Chinese: its headings, the head it hashes to, how a player checks it, each line
+    expect(page.locator("#report table.events th").nth(2)).to_have_text("哈希")
+    expect(page.locator("#report")).to_contain_text(f"头哈希（事件 {report['head']['version']}）")
+    expect(page.locator("#report")).to_contain_text(report["chain"]["how_to_check"])
+    assert report["chain"]["how_to_check"].startswith("先下载本局导出")
+    lines = page.eval_on_selector_all(
+        "#report table.events tr td:nth-child(2)", "ns => ns.map(n => n.textContent)"
+    )
+    assert lines == [e["line"] for e in report["events"]]
     assert page.is_hidden("#viewer")
     page.emulate_media(media="print")
     assert page.is_hidden("#search") and page.is_visible("#report table.events")

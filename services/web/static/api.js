@@ -11,6 +11,13 @@ export function signOut() { sessionStorage.removeItem(KEY); }
 export function lang() { return sessionStorage.getItem(LANG) || (navigator.language.startsWith("zh") ? "zh" : "en"); }
 export function setLang(value) { sessionStorage.setItem(LANG, value === "zh" ? "zh" : "en"); }
 
+// A seat as the API's Chinese texts name it (甲 乙 丙 for seats 0, 1, 2: docs/timeline.md, Words), so
+// the page and the timeline, settlement and report beside it say one word for one seat; English: its number.
+const SEAT_ZH = ["甲", "乙", "丙"];
+export function seatWord(seat, language = lang()) {
+  return language === "zh" && SEAT_ZH[seat] !== undefined ? SEAT_ZH[seat] : String(seat);
+}
+
 // kwx's own words for what the API refused, in the page's language where the page has them: a read
 // model this deployment does not keep (501 not_kept, KWX_READ_MODELS) is its operator's choice.
 function said(status, body) {

@@ -2,7 +2,7 @@
 // the discrepancies feed, all read from kwx's own API with the signed-in key. What it shows is in
 // the URL (?player=&by=&order=&preset=&since=&until=&min_hands=&offset=&limit=), so a link reopens it.
 "use strict";
-import { wireSignIn, signOut, el, get, lang, setLang, ApiError } from "/static/api.js";
+import { wireSignIn, signOut, el, get, lang, setLang, seatWord, ApiError } from "/static/api.js";
 import { lineChart } from "/static/chart.js";
 import { t, statLabel, statOf, fmt, STAT_KEYS, PRESETS } from "/static/dash-i18n.js";
 
@@ -265,7 +265,8 @@ async function showDiscrepancies() {
   all.sort((a, b) => b.seq - a.seq);
   const items = all.slice(0, FEED_SHOWN).map((d) => {
     const href = `/replay?table=${encodeURIComponent(d.table_id)}&hand=${d.hand}&at=${d.reported_event}`;
-    const lines = d.lines.map((l) => `${t(L, "seat")} ${l.from}→${l.to}: ${t(L, "reported")} ${l.reported} / ${t(L, "computed")} ${l.computed} (${l.difference > 0 ? "+" : ""}${l.difference})`);
+    const party = (x) => (x === "house" ? t(L, "house") : L === "zh" ? seatWord(x, L) : `${t(L, "seat")} ${x}`);
+    const lines = d.lines.map((l) => `${party(l.from)} → ${party(l.to)}: ${t(L, "reported")} ${l.reported} / ${t(L, "computed")} ${l.computed} (${l.difference > 0 ? "+" : ""}${l.difference})`);
     return el("li", { "data-seq": d.seq, "data-table": d.table_id, "data-hand": d.hand },
       el("span", { class: "muted", text: `#${d.seq} ` }),
       el("a", { href, class: "replay-link", text: `${t(L, "table")} ${d.table_id} · ${t(L, "hand")} ${d.hand}` }),

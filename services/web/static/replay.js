@@ -2,7 +2,7 @@
 // Each step is one GET …/state?at=N (as the chosen seat saw it); a hand's timeline, report (chain
 // hashes) and settlement are read once per hand and language.
 "use strict";
-import { wireSignIn, el, get, lang, setLang, signOut } from "/static/api.js";
+import { wireSignIn, el, get, lang, setLang, signOut, seatWord } from "/static/api.js";
 import { tileSvg, tileName, expand, readingGroups, readingText } from "/static/tiles.js";
 import { t } from "/static/replay-i18n.js";
 
@@ -92,7 +92,7 @@ async function decision(dir) {
   const seat = focusSeat();
   const target = await seek((l) => (l.seat === seat && DECISIONS.has(l.kind))
     || (l.candidates || []).some((c) => c.seat === seat), dir);
-  if (target === null) { flash(t("none_found", t("decision_of", seat))); return; }
+  if (target === null) { flash(t("none_found", t("decision_of", seatWord(seat)))); return; }
   await go(target);
 }
 function flash(text) { S.note = text; const n = $("note"); if (n) n.textContent = text; }
@@ -128,7 +128,7 @@ function reading(compact) {
   }
   return box;
 }
-const seatName = (s) => `${t("seat_n", s)} · ${(S.state.players || [])[s] || ""}`;
+const seatName = (s) => `${t("seat_n", seatWord(s))} · ${(S.state.players || [])[s] || ""}`;
 
 // Discards some seat could have won on and passed (the timeline's candidates): event → seats.
 function passedWins() {
@@ -192,7 +192,7 @@ function drawSeat(seat, hs, st) {
     const list = four ? [m.tile, m.tile, m.tile, m.tile] : [m.tile, m.tile, m.tile];
     const g = el("span", { class: `meld ${m.kind}`, "data-event": m.event, title: `${m.kind} · ${t("what")} ${m.event}` });
     list.forEach((x, i) => g.append(tileSvg(x, { back: m.kind === "kong_concealed" && (i === 0 || i === 3), small: true }, lang())));
-    if (m.source !== null && m.source !== undefined) g.append(el("small", { class: "muted", text: ` ${t("from_seat", m.source)}` }));
+    if (m.source !== null && m.source !== undefined) g.append(el("small", { class: "muted", text: ` ${t("from_seat", seatWord(m.source))}` }));
     melds.append(g);
   }
   box.append(el("div", { class: "label muted", text: t("melds") }), melds);
@@ -205,11 +205,11 @@ function drawSeat(seat, hs, st) {
     const passed = S.seat === null && passedWins().get(d.event);
     const svg = tileSvg(d.tile, { small: true, extra: passed ? `${extra} passed-win` : extra }, lang());
     svg.dataset.event = d.event;
-    if (passed) svg.setAttribute("aria-label", `${tileName(d.tile, lang())} (${t("passed_win", passed.join(", "))})`);
+    if (passed) svg.setAttribute("aria-label", `${tileName(d.tile, lang())} (${t("passed_win", passed.map((s) => seatWord(s)).join(zhOr("、", ", ")))})`);
     if (d.claimed) svg.setAttribute("aria-label", `${tileName(d.tile, lang())} (${t("claimed")})`);
     discards.append(svg);
     if (d.event === S.at && winners.length) {
-      discards.append(el("span", { class: "badge can-win", text: winners.map((w) => t("can_win", w)).join(" · ") }));
+      discards.append(el("span", { class: "badge can-win", text: winners.map((w) => t("can_win", seatWord(w))).join(" · ") }));
     }
   }
   box.append(el("div", { class: "label muted", text: t("discards") }), discards);
@@ -223,8 +223,8 @@ function drawBoard() {
   const top = el("div", { class: "table-line" },
     el("strong", { text: `${t("hand")} ${st.hand_no ?? ""}` }),
     el("span", { id: "wall-count", "data-wall": h ? h.wall_remaining : "", text: h ? t("wall", h.wall_remaining) : "" }),
-    el("span", { id: "turn", "data-turn": h ? h.turn : "", text: h ? `${t("turn")}: ${t("seat_n", h.turn)}` : "" }),
-    el("span", { id: "dealer", "data-dealer": h ? h.dealer : "", text: h ? `${t("dealer")}: ${t("seat_n", h.dealer)}` : "" }),
+    el("span", { id: "turn", "data-turn": h ? h.turn : "", text: h ? `${t("turn")}: ${t("seat_n", seatWord(h.turn))}` : "" }),
+    el("span", { id: "dealer", "data-dealer": h ? h.dealer : "", text: h ? `${t("dealer")}: ${t("seat_n", seatWord(h.dealer))}` : "" }),
     el("span", { id: "view-kind", text: S.seat === null ? t("everything") : t("seat_only") }));
   board.append(top);
   if (!h) return;
@@ -236,7 +236,7 @@ function drawBoard() {
 function lineText(l) {
   if (S.seat === null) return l.text;
   // A seat's view: only what it saw. Another seat's draw shows no tile; the hand's start no hands.
-  const who = l.seat === null || l.seat === undefined ? "" : ` · ${t("seat_n", l.seat)}`;
+  const who = l.seat === null || l.seat === undefined ? "" : ` · ${t("seat_n", seatWord(l.seat))}`;
   const hiddenDraw = (l.kind === "tile_drawn" || l.kind === "replacement_draw") && l.seat !== S.seat;
   const hide = hiddenDraw || l.kind === "hand_started" || l.candidates || (l.codes || []).includes("lou_hu");
   const tilesText = hide ? "" : ` ${(l.tiles || []).map((x) => tileName(x, lang())).join(" ")}`;
@@ -333,6 +333,9 @@ async function drawAudit() {
 
 // A party of a transfer: a seat with its player, or the house.
 const party = (x) => (x === "house" ? t("house") : seatName(x));
+// Coins per seat, each with its seat's word: 甲 0，乙 -4，丙 +4 / seat 0: 0, seat 1: -4, seat 2: +4.
+const signed = (n) => (n > 0 ? `+${n}` : String(n));
+const bySeat = (list) => (list || []).map((n, s) => zhOr(`${seatWord(s)} ${signed(n)}`, `seat ${s}: ${signed(n)}`)).join(zhOr("，", ", "));
 const zhOr = (zh, en) => (lang() === "zh" ? zh : en);
 
 // What the hand's timeline (in the page's language) says of its wins and transfers.
@@ -392,7 +395,7 @@ function settlementSection(real, other) {
       el("td", {}, el("span", { class: "why", text: reason || x.reason }), el("br"),
         el("small", { class: "detail muted", text: zhOr(x.detail_zh || x.detail, x.detail) }))));
   }
-  sec.append(el("h4", { text: t("transfers") }), tr, p(`${t("net")}: ${(s.net || []).join(" / ")}`, "net"));
+  sec.append(el("h4", { text: t("transfers") }), tr, p(`${t("net")}: ${bySeat(s.net)}`, "net"));
   const rep = S.rp && (S.rp.reported || []);
   sec.append(el("h4", { text: t("reported") }));
   if (!rep || !rep.length) sec.append(p(t("no_report"), "muted"));
@@ -410,7 +413,7 @@ function settlementSection(real, other) {
     return sec;
   }
   const wf = other.what_if || {};
-  sec.append(p(`${t("net")}: ${((wf.settlement || {}).net || []).join(" / ")} · ${t("net_difference")}: ${(wf.net_difference || []).join(" / ")}`, "whatif-net"));
+  sec.append(p(`${t("net")}: ${bySeat((wf.settlement || {}).net)} · ${t("net_difference")}: ${bySeat(wf.net_difference)}`, "whatif-net"));
   if (wf.note) sec.append(p(t("whatif_note"), "muted"));
   const recorded = wf.rulings || [];
   if (recorded.length) {
@@ -464,7 +467,7 @@ async function showReport() {
   box.append(el("h2", { text: `${t("report")} · ${rp.table_id} · ${t("hand")} ${rp.hand}` }));
   const sum = rp.summary;
   if (sum) box.append(p(typeof sum === "string" ? sum : JSON.stringify(sum)));
-  box.append(p(`${t("chain")}: ${rp.chain.verified ? t("verified") : t("broken")} · ${rp.chain.formula} · head ${rp.head.version} ${rp.head.hash}`, rp.chain.verified ? "good" : "error"));
+  box.append(p(`${t("chain")}: ${rp.chain.verified ? t("verified") : t("broken")} · ${rp.chain.formula} · ${t("head_at", rp.head.version)} ${rp.head.hash}`, rp.chain.verified ? "good" : "error"));
   if (rp.chain.how_to_check) box.append(p(rp.chain.how_to_check, "muted"));
   const s = rp.settlement;
   if (s) {
@@ -479,11 +482,11 @@ async function showReport() {
     for (const x of s.transfers || []) {
       box.append(p(`${party(x.from)} → ${party(x.to)}: ${x.amount} · ${why.get(transferKey(x)) || x.reason} (${zhOr(x.detail_zh || x.detail, x.detail)})`));
     }
-    box.append(p(`${t("net")}: ${(s.net || []).join(" / ")}`));
+    box.append(p(`${t("net")}: ${bySeat(s.net)}`));
   }
   for (const r of rp.reported || []) box.append(p(`${t("reported")}: ${r.message || r.status}`, r.status === "match" ? "good" : "error"));
   for (const x of rp.lou_hu || []) box.append(p(x.text || JSON.stringify(x), "warn"));
-  const table = el("table", { class: "grid events" }, el("tr", {}, el("th", { text: "#" }), el("th", { text: t("events") }), el("th", { text: "hash" })));
+  const table = el("table", { class: "grid events" }, el("tr", {}, el("th", { text: "#" }), el("th", { text: t("events") }), el("th", { text: t("hash_h") })));
   for (const e of rp.events) table.append(el("tr", {}, el("td", { text: e.version }), el("td", { text: e.line || e.type }), el("td", { class: "hash", text: e.hash })));
   box.append(el("h3", { text: t("events") }), table);
   $("viewer").hidden = true;
@@ -581,7 +584,7 @@ function build() {
     el("p", { id: "search-error", class: "error" }), results, L("more", "button", { type: "button", id: "more", hidden: true, onclick: () => search(true) }));
 
   const seatSel = el("select", { id: "seat" }, el("option", { value: "", "data-i18n": "everything", text: t("everything") }));
-  for (const s of [0, 1, 2]) seatSel.append(el("option", { value: s, text: t("seat_n", s) }));
+  for (const s of [0, 1, 2]) seatSel.append(el("option", { value: s, text: t("seat_opt", seatWord(s), s) }));
   seatSel.addEventListener("change", () => { S.seat = seatSel.value === "" ? null : Number(seatSel.value); if (S.seat !== null) S.focus = S.seat; go(S.at); });
   const jumps = el("div", { class: "jumps" });
   for (const k of JUMPS) {
@@ -615,7 +618,7 @@ function build() {
       el("div", { class: "side" }, el("aside", { id: "audit", class: "card" }), el("ol", { id: "timeline", class: "card" }))));
   const help = el("div", { id: "help", class: "overlay", hidden: true, role: "dialog" },
     el("div", { class: "card" }, L("help_title", "h3"),
-      el("ul", {}, L("k_lr", "li"), L("k_ud", "li"), L("k_pg", "li"), L("k_he", "li"), L("k_q", "li")),
+      el("ul", {}, L("k_lr", "li"), L("k_ud", "li"), L("k_pg", "li"), L("k_he", "li"), L("k_seats", "li"), L("k_q", "li")),
       L("close", "button", { type: "button", onclick: () => toggleHelp(false) })));
   // the page's language and the key: from the first screen on, as on the dashboard
   const pageTop = el("div", { class: "row page-top" },
@@ -628,7 +631,7 @@ function toggleHelp(show) { const h = $("help"); h.hidden = show === undefined ?
 
 function relabel() {
   for (const n of document.querySelectorAll("[data-i18n]")) n.textContent = t(n.dataset.i18n);
-  for (const o of document.querySelectorAll("#seat option")) if (o.value !== "") o.textContent = t("seat_n", o.value);
+  for (const o of document.querySelectorAll("#seat option")) if (o.value !== "") o.textContent = t("seat_opt", seatWord(Number(o.value)), o.value);
   $("lang").textContent = t("lang");
   document.documentElement.lang = lang();
 }
