@@ -204,8 +204,8 @@ def _check_wall_revealed(state: TableState, ev: Any, v: int) -> Ruling | None:
     if mismatch is not None:
         return make(
             v, "wall_mismatch",
-            f"hand {hs.hand}: {mismatch}",
-            f"第{hs.hand}局的摸牌与公布的牌墙不符：{mismatch}",
+            f"hand {hs.hand}: {mismatch[0]}",
+            f"第{hs.hand}局的摸牌与公布的牌墙不符：{mismatch[1]}",
             hand=hs.hand,
         )  # fmt: skip
     return None

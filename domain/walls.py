@@ -55,13 +55,17 @@ def not_full_set(counts: Sequence[int]) -> list[int]:
     return [k for k in range(N_KINDS) if counts[k] != COPIES]
 
 
-def draws_match(hs: HandState, wall: Sequence[int]) -> str | None:
-    """None when every draw so far agrees with ``wall``; else a description of the first mismatch."""
+def draws_match(hs: HandState, wall: Sequence[int]) -> tuple[str, str] | None:
+    """None when every draw so far agrees with ``wall``; else the first mismatch (English, Chinese)."""
     for i, k in enumerate(hs.drawn_front):
         if wall[i] != k:
-            return f"front draw #{i + 1} was {TILE_NAMES[k]}, the wall has {TILE_NAMES[wall[i]]}"
+            drawn, held = TILE_NAMES[k], TILE_NAMES[wall[i]]
+            return (f"front draw #{i + 1} was {drawn}, the wall has {held}",
+                    f"从牌墙头摸的第{i + 1}张是{drawn}，牌墙上是{held}")  # fmt: skip
     for i, k in enumerate(hs.drawn_back):
         w = wall[WALL_SIZE - 1 - i]
         if w != k:
-            return f"back draw #{i + 1} was {TILE_NAMES[k]}, the wall has {TILE_NAMES[w]}"
+            drawn, held = TILE_NAMES[k], TILE_NAMES[w]
+            return (f"back draw #{i + 1} was {drawn}, the wall has {held}",
+                    f"从牌墙尾补的第{i + 1}张是{drawn}，牌墙上是{held}")  # fmt: skip
     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -380,6 +381,9 @@ def test_revealed_wall_that_contradicts_a_draw_is_a_mismatch() -> None:
     st = then_ok(st, draw(2, "2s"), discard(2, "2s"), aborted())
     r = when(st, revealed(wall))
     assert r is not None and r.code == "wall_mismatch" and "front draw #2" in r.message
+    # the Chinese says the same mismatch in Chinese (tiles by their wire names, as every engine message)
+    assert "从牌墙头摸的第2张是2s，牌墙上是1s" in r.message_zh
+    assert not re.search(r"[A-Za-z]{2,}", r.message_zh), r.message_zh
 
 
 def test_known_wall_replacement_draws_come_from_the_back() -> None:
