@@ -3,8 +3,10 @@
 Every §2 transfer becomes two entries: a debit (−amount) on the payer's account and a credit
 (+amount) on the payee's. Accounts are players (by player id, within the tenant) and the house
 (``"house"``, which receives service fees). Each entry names the table, hand, the event that caused
-the transfer and its reason, and carries the account's running balance after it. Because every
-transfer is booked twice with opposite signs, the whole ledger (players and house) sums to zero.
+the transfer and its reason, says the transfer's derivation as the engine does (``detail``, and
+``detail_zh`` in Chinese: the engine's text, made whole where it is read), and carries the
+account's running balance after it. Because every transfer is booked twice with opposite signs,
+the whole ledger (players and house) sums to zero.
 
 Entries are booked when the hand's settlement is final (kong money is paid "the moment the kong is
 made", and the entry names that kong's event, but it is booked with the rest of the hand).
@@ -41,6 +43,7 @@ class Entry(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
     seat: int | None
     detail: str
+    detail_zh: str
     position: int
 
     @property
@@ -76,6 +79,7 @@ def entries(fact: Fact) -> list[Entry]:
             "event": t.event,
             "reason": t.reason,
             "detail": t.detail,
+            "detail_zh": t.detail_zh,
             "position": fact.at.position,
         }
         out.append(

@@ -110,6 +110,8 @@ ledger_entries = Table(
     Column("seat", Integer, nullable=True),  # the account's seat at that table (null for house)
     Column("detail", Text, nullable=False),
     Column("position", BigInteger, nullable=False),
+    # the same derivation in Chinese, the engine's text (migration 0021: null on entries booked before)
+    Column("detail_zh", Text, nullable=True),
 )
 
 # proj_ledger_accounts is a view since migration 0019 (each account's last entry: its balance, and

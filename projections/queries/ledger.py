@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from sqlalchemy import DateTime, String, column, select, table
 from sqlalchemy.dialects.postgresql import JSONB
 
-from projections import ledger
+from projections import ledger, wording
 from projections.schema import ledger_entries
 from projections.sql import Connection, fetch
 
@@ -25,7 +25,10 @@ class LedgerPage:
     ``limit``, with balance and count. ``kind`` is ``player`` or ``house``; the two never share an
     account, whatever the id. Each entry carries the time of the event that caused it: its ``at``
     (as the platform sent it, null when it had none) and ``recorded_at`` (when kwx stored it), read
-    from the event itself (the store's key (tenant, table_id, version): one index probe per entry).
+    from the event itself (the store's key (tenant, table_id, version): one index probe per entry),
+    and its derivation in English (``detail``) and in Chinese (``detail_zh``, made whole as the
+    settlement route's: ``5筒``, ``甲``; null on an entry booked before migration 0021 until the
+    ledger is rebuilt).
     None: no such player account; a house that never received a fee has an empty ledger."""
 
     models: ClassVar[tuple[str, ...]] = (ledger.NAME,)
@@ -51,6 +54,7 @@ class LedgerPage:
             select(
                 e.seq, e.amount, e.balance, e.counterparty, e.counterparty_kind, e.table_id, e.hand,
                 e.event, e.reason, e.seat, e.detail, e.line, ev.body["at"].astext, ev.recorded_at,
+                e.detail_zh,
             )
             .select_from(
                 ledger_entries.outerjoin(
@@ -71,7 +75,8 @@ class LedgerPage:
             {"seq": int(r[0]), "amount": int(r[1]), "balance": int(r[2]), "counterparty": r[3],
              "counterparty_kind": r[4], "table_id": r[5], "hand": r[6], "event": r[7], "reason": r[8],
              "seat": r[9], "detail": r[10], "line": r[11], "at": r[12],
-             "recorded_at": r[13].isoformat() if r[13] is not None else None}
+             "recorded_at": r[13].isoformat() if r[13] is not None else None,
+             "detail_zh": wording.zh_whole(r[14]) if r[14] is not None else None}
             for r in rows[: self.limit]
         ]  # fmt: skip
         return {

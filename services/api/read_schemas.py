@@ -489,6 +489,7 @@ class LedgerEntry(_S):
     line: int
     at: str | None
     recorded_at: str | None
+    detail_zh: str | None  # the derivation in Chinese (null: booked before migration 0021, not rebuilt)
 
 
 class LedgerAnswer(_S):

@@ -151,7 +151,7 @@ def dump_read_models(url: str) -> dict[str, list[tuple[Any, ...]]]:
 
     entry_cols = (
         "tenant, account, account_kind, seq, amount, balance, counterparty, counterparty_kind, table_id, "
-        "hand, ordinal, line, event, reason, seat, detail, position"
+        "hand, ordinal, line, event, reason, seat, detail, position, detail_zh"
     )
     queries = {
         "settlements": "SELECT * FROM proj_hand_settlements ORDER BY table_id, ordinal",

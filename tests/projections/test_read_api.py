@@ -5,6 +5,7 @@ conformance and golden streams, statistics, ledgers, the leaderboard and the dis
 from __future__ import annotations
 
 import random
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -337,6 +338,48 @@ def _pages(client: Any, url: str, headers: dict[str, str], limit: int) -> tuple[
         if body["next_after"] is None:
             return entries, body
         after = body["next_after"]
+
+
+def test_a_ledger_entry_says_its_transfer_in_both_languages_as_the_settlement_does(
+    client: Any, platform: dict[str, str], dashboard: dict[str, str], projector: Projector
+) -> None:
+    """Every entry of every account (players and the house) says its transfer's derivation as the
+    settlement route says that transfer — ``detail`` the engine's English, ``detail_zh`` its
+    Chinese made whole (tiles ``5筒``, seats 甲乙丙, no wire name left) — and every transfer is
+    booked twice. 漂 (platform_3d), a fee, kong money and the plain presets among them."""
+    from domain.simulate import simulate_table
+
+    streams = [
+        simulated(seed, 3, preset=p) for seed in range(3) for p in ("platform_3d", "xiaogan", "default")
+    ]
+    fee = simulate_table(random.Random(7), 3, {"preset": "default", "service_fee": 2}, "fee")
+    streams.append([dict(fee[0], players=["ann", "bo", "cy"]), *fee[1:]])
+    tables = {_new_table(client, platform, ev): ev for ev in streams}
+    projector.catch_up()
+    said: dict[tuple[str, int, int], tuple[str, str]] = {}
+    for table_id in tables:
+        hands = client.get(f"/v1/tables/{table_id}/hands", headers=platform).json()["hands"]
+        for h in hands:
+            if h.get("end") in (None, "aborted"):
+                continue
+            got = client.get(f"/v1/tables/{table_id}/hands/{h['hand']}/settlement", headers=platform).json()
+            for line, t in enumerate(got["settlement"]["transfers"]):
+                said[(table_id, h["hand"], line)] = (t["detail"], t["detail_zh"])
+    wire = re.compile(r"(?<![A-Za-z0-9_])([1-9]+[ps]|[CFP])(?![A-Za-z0-9_])")
+    booked: dict[tuple[str, int, int], int] = {}
+    reasons: set[str] = set()
+    accounts = [f"/v1/players/{p}/ledger" for p in sorted({p for ev in streams for p in ev[0]["players"]})]
+    for url in [*accounts, "/v1/house/ledger"]:
+        entries, _ = _pages(client, url, dashboard, limit=50)
+        for e in entries:
+            key = (e["table_id"], e["hand"], e["line"])
+            assert (e["detail"], e["detail_zh"]) == said[key], (url, e)
+            assert not wire.search(e["detail_zh"]) and "号位" not in e["detail_zh"], e["detail_zh"]
+            assert e["detail_zh"].endswith(f"= {abs(e['amount'])}"), e["detail_zh"]
+            booked[key] = booked.get(key, 0) + 1
+            reasons.add(e["reason"])
+    assert booked == dict.fromkeys(said, 2)  # each transfer: the payer's entry and the payee's
+    assert reasons >= {"hu", "kong", "piao", "fee"}, reasons
 
 
 def test_a_player_named_house_has_their_own_ledger_apart_from_the_house(

@@ -292,7 +292,7 @@ def test_ledger_accounts_carry_the_closing_balance_across_batches(container: Any
         return ledger.Entry(
             tenant=tenant, account_kind="player", account=account, amount=amount,
             counterparty_kind="player", counterparty="x", table_id="t", hand=1, ordinal=1,
-            line=line, event=3, reason="hu", seat=0, detail="", position=line,
+            line=line, event=3, reason="hu", seat=0, detail="", detail_zh="", position=line,
         )  # fmt: skip
 
     with container.pool.connection() as conn, conn.transaction(force_rollback=True):
