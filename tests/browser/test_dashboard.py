@@ -49,18 +49,22 @@ def expected_stats(answer: dict[str, Any], keys: list[str]) -> dict[str, dict[st
     return {name: {k: (b["ratios"][k] if k in ratios else b[k]) for k in keys} for name, b in blocks.items()}
 
 
-def over_time(entries: list[dict[str, Any]]) -> list[int]:
-    """The balances the chart draws: the entries in the order of their hands' times (``at``, else
-    ``recorded_at``; ties in the ledger's order), each the balance after every entry up to it."""
+def in_time_order(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries as the chart draws them: in the order of their hands' times (``at``, else
+    ``recorded_at``; ties in the ledger's order)."""
 
     def when(e: dict[str, Any]) -> float:
         return datetime.fromisoformat(e["at"] or e["recorded_at"]).timestamp()
 
-    order = sorted(range(len(entries)), key=lambda i: (when(entries[i]), i))
+    return [entries[i] for i in sorted(range(len(entries)), key=lambda i: (when(entries[i]), i))]
+
+
+def over_time(entries: list[dict[str, Any]]) -> list[int]:
+    """The balances the chart draws: each the balance after every entry up to it, in time order."""
     y = entries[0]["balance"] - entries[0]["amount"] if entries else 0
     out = []
-    for i in order:
-        y += entries[i]["amount"]
+    for e in in_time_order(entries):
+        y += e["amount"]
         out.append(y)
     return out
 
@@ -135,6 +139,54 @@ def test_a_typed_player_shows_the_stats_json_and_the_chart_ends_at_the_balance(p
     expect(tip).to_have_attribute("data-y", str(ledger["balance"]))
     expect(tip.locator("text.tip-value")).to_contain_text(str(ledger["balance"]))
     assert page.url.endswith("?player=p001")
+
+
+TIP_JS = """svg => {
+  const box = svg.querySelector("g.tip rect.tip-box"), width = Number(box.getAttribute("width"));
+  const x = Number(box.getAttribute("x"));
+  const lines = [...svg.querySelectorAll("g.tip text")].filter((t) => t.textContent);
+  return { x, width, texts: lines.map((t) => t.textContent),
+           fits: lines.every((t) => t.getComputedTextLength() <= width - 15
+                                    && Number(t.getAttribute("x")) >= x) };
+}"""
+
+
+def test_each_point_of_the_balance_says_its_entry_in_the_pages_language(page: Any, desk: Desk) -> None:
+    """A point of the balance says the entry behind it: its table and hand as the replay and the
+    timeline say them (第3局 / Hand 3), why the coins moved in the API's words (wording.REASONS) and
+    how many, and the transfer's derivation as the ledger says it — the Chinese one on a Chinese
+    page, the English one after the switch; the keyboard's readout shows the same three lines,
+    inside a box as wide as the widest of them (a Chinese line is about twice as wide per letter)."""
+    from projections import wording
+
+    ledger = desk.api("/v1/players/p001/ledger", "dashboard", limit=1000)
+    drawn = in_time_order(ledger["entries"])
+    assert all(e["detail_zh"] for e in drawn)
+    open_dashboard(page, desk, query="?player=p001")
+    chart = page.locator("svg.chart")
+    for lang, which in (("zh", 0), ("en", 1)):
+        if lang == "en":
+            page.click("#lang")
+            expect(page.locator("svg.chart text.axis-label").first).to_have_text("Balance")
+        expect(chart.locator("circle.point")).to_have_count(len(drawn))
+        titles = chart.evaluate(
+            "svg => [...svg.querySelectorAll('circle.point title')].map(t => t.textContent)"
+        )
+        for title, e, y in zip(titles, drawn, over_time(ledger["entries"]), strict=True):
+            hand = f"第{e['hand']}局" if lang == "zh" else f"Hand {e['hand']}"
+            amount = f"+{e['amount']}" if e["amount"] > 0 else str(e["amount"])
+            label = f"{e['table_id']} {hand} · {wording.REASONS[e['reason']][which]} {amount}"
+            detail = e["detail_zh"] if lang == "zh" else e["detail"]
+            assert title.split(" UTC · ", 1)[1] == f"{y} · {label}\n{detail}", title
+        chart.focus()
+        page.keyboard.press("ArrowRight")  # from nowhere: the last point, then back to the first
+        for i in reversed(range(len(drawn))):
+            if i < len(drawn) - 1:
+                page.keyboard.press("ArrowLeft")
+            expect(chart.locator("g.tip")).to_have_attribute("data-i", str(i))
+            tip = chart.evaluate(TIP_JS)
+            assert tip["texts"][2] == (drawn[i]["detail_zh"] if lang == "zh" else drawn[i]["detail"])
+            assert tip["fits"] and tip["x"] >= 0 and tip["x"] + tip["width"] <= 800, tip
 
 
 @pytest.fixture(scope="module")
@@ -359,9 +411,11 @@ def test_the_discrepancies_feed_is_newest_first_and_links_to_the_replay(page: An
     first = newest[0]["lines"][0]
     expect(items.first).to_contain_text(f"{first['reported']}")
     expect(items.first).to_contain_text(f"{first['computed']}")
-    # each line's parties in the seat words of the replay and the API's Chinese (the tab is zh-CN)
+    # each line's parties in the seat words of the replay and the API's Chinese (the tab is zh-CN),
+    # its hand as the replay and the timeline say it
     said = {"house": "平台", 0: "甲", 1: "乙", 2: "丙"}
     expect(items.first).to_contain_text(f"{said[first['from']]} → {said[first['to']]}: ")
+    expect(items.first.locator("a")).to_have_text(f"牌桌 {newest[0]['table_id']} · 第{newest[0]['hand']}局")
     items.first.locator("a").click()
     page.wait_for_url(f"**{links[0]}")
     # the replay opens at the reported payout: the computed settlement beside it, the difference said

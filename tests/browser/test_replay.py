@@ -141,8 +141,14 @@ def test_the_search_says_each_flag_in_the_pages_language(page: Any, desk: Desk) 
     for flag in flagged["flags"]:
         if flag in FLAG_WORDS["en"]:
             assert FLAG_WORDS["en"][flag] in (button.get_attribute("title") or "")
-    page.click("#lang")  # back to Chinese: the titles too
+    expect(button).to_have_text(f"Hand {flagged['hand']} •")  # a dot: something happened in it
+    page.click("#lang")  # back to Chinese: the titles too, and each hand as the timeline says it
     expect(button).to_have_attribute("title", re.compile("^(胡牌|荒庄|中止) · "))
+    expect(button).to_have_text(f"第{flagged['hand']}局 •")
+    quiet = [h for h in hands if not h["flags"]]
+    for h in quiet:
+        expect(page.locator(f"#hands button[data-hand='{h['hand']}']")).to_have_text(f"第{h['hand']}局")
+    expect(page.locator("#hand-no")).to_have_text(f"第{hands[0]['hand']}局")  # the board's, opened at hand 1
 
 
 def test_signing_out_of_the_replay_forgets_the_key(page: Any, desk: Desk) -> None:

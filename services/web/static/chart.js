@@ -40,7 +40,8 @@ function utc(ms, withTime = true) {
   return withTime ? `${iso.slice(0, 10)} ${iso.slice(11, 16)}` : iso.slice(0, 10);
 }
 
-// points: [{x: epoch ms, y: number, label: string}] in time order. Returns the <svg>.
+// points: [{x: epoch ms, y: number, label: string, detail?: string}] in time order. Returns the
+// <svg>. The readout says a point's value, then its time and label, then its detail if it has one.
 export function lineChart(points, { title = "", yLabel = "", xLabel = "" } = {}) {
   const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", tabindex: 0,
                             "aria-label": title, "data-points": points.length });
@@ -81,16 +82,17 @@ export function lineChart(points, { title = "", yLabel = "", xLabel = "" } = {})
   const dots = svg("g", { class: "dots" });
   points.forEach((p, i) => {
     const c = svg("circle", { cx: sx(p.x), cy: sy(p.y), r: 3, class: "point", "data-i": i, "data-y": p.y, "data-at": utc(p.x) });
-    c.append(svg("title", {}, `${utc(p.x)} UTC · ${p.y}${p.label ? " · " + p.label : ""}`));
+    c.append(svg("title", {}, `${utc(p.x)} UTC · ${p.y}${p.label ? " · " + p.label : ""}${p.detail ? "\n" + p.detail : ""}`));
     dots.append(c);
   });
   root.append(dots);
 
   const tip = svg("g", { class: "tip", visibility: "hidden" });
   const ring = svg("circle", { r: 6, class: "tip-ring" });
-  const box = svg("rect", { rx: 4, height: 38, class: "tip-box" });
+  const box = svg("rect", { rx: 4, class: "tip-box" });
   const line1 = svg("text", { class: "tip-value" }), line2 = svg("text", { class: "tip-time" });
-  tip.append(ring, box, line1, line2);
+  const line3 = svg("text", { class: "tip-detail" });
+  tip.append(ring, box, line1, line2, line3);
   root.append(tip);
   let current = -1;
   const show = (i) => {
@@ -99,11 +101,15 @@ export function lineChart(points, { title = "", yLabel = "", xLabel = "" } = {})
     ring.setAttribute("cx", cx); ring.setAttribute("cy", cy);
     line1.textContent = `${yLabel} ${p.y}`;
     line2.textContent = `${utc(p.x)} UTC${p.label ? " · " + p.label : ""}`;
-    const width = Math.max(line1.textContent.length, line2.textContent.length) * 7 + 16;
-    const bx = Math.min(Math.max(cx - width / 2, 0), W - width), by = cy > H / 2 ? cy - 48 : cy + 10;
-    box.setAttribute("x", bx); box.setAttribute("y", by); box.setAttribute("width", width);
-    line1.setAttribute("x", bx + 8); line1.setAttribute("y", by + 16);
-    line2.setAttribute("x", bx + 8); line2.setAttribute("y", by + 31);
+    line3.textContent = p.detail || "";
+    const lines = p.detail ? [line1, line2, line3] : [line1, line2];
+    // the box fits the widest line as drawn (a Chinese character is about twice a Latin one's width)
+    const drawn = Math.max(...lines.map((l) => l.getComputedTextLength()));
+    const guess = Math.max(...lines.map((l) => [...l.textContent].reduce((w, ch) => w + (ch.codePointAt(0) > 0x2e80 ? 13 : 7), 0)));
+    const width = Math.min(W, (drawn || guess) + 16), height = 8 + 15 * lines.length;
+    const bx = Math.min(Math.max(cx - width / 2, 0), W - width), by = cy > H / 2 ? cy - height - 10 : cy + 10;
+    box.setAttribute("x", bx); box.setAttribute("y", by); box.setAttribute("width", width); box.setAttribute("height", height);
+    lines.forEach((l, i) => { l.setAttribute("x", bx + 8); l.setAttribute("y", by + 16 + 15 * i); });
     tip.setAttribute("visibility", "visible");
     tip.setAttribute("data-i", i); tip.setAttribute("data-y", p.y);
   };

@@ -53,7 +53,7 @@ const WORDS = {
     chart: "金币余额走势", leaderboard: "排行榜", by: "排序", order: "顺序", desc: "降序", asc: "升序",
     since: "起（UTC 日）", until: "止（UTC 日）", preset: "规则", any: "全部", min_hands: "最少局数",
     per_page: "每页", prev: "上一页", next: "下一页", apply: "应用", rank: "名次",
-    discrepancies: "赔付差异", table: "牌桌", hand: "局", seq: "序号", reported: "上报", computed: "计算",
+    discrepancies: "赔付差异", table: "牌桌", hand_n: "第{n}局", seq: "序号", reported: "上报", computed: "计算",
     difference: "差额", seat: "座位", house: "平台", open_replay: "回放", none: "无", no_entries: "暂无金币记录", patterns: "番型",
     loading: "加载中…", time: "时间", entries: "条记录", sign_out: "退出", lang: "English",
     page_of: "第 {a}–{b} 名", caught_up: "已包含全部事件", not_caught_up: "仍在追赶事件",
@@ -63,6 +63,8 @@ const WORDS = {
     what_discrepancies: "赔付差异（需 support 或 platform 角色）",
     pick: "输入玩家编号，或在排行榜中点选玩家。", no_players: "此条件下没有玩家。",
     newest: "显示最新 {n} 条，共 {total} 条",
+    // a transfer's reason (CONTRACT §2) in the words of the API's projections/wording.REASONS
+    r_hu: "胡牌", r_kong: "杠钱", r_exhausted: "荒庄", r_piao: "漂", r_fee: "服务费",
   },
   en: {
     stats: "Player statistics", player: "Player", show: "Show", overall: "Overall", balance: "Balance",
@@ -70,7 +72,7 @@ const WORDS = {
     desc: "Descending", asc: "Ascending", since: "Since (UTC day)", until: "Until (UTC day)",
     preset: "Preset", any: "Any", min_hands: "Min. hands", per_page: "Per page", prev: "Previous",
     next: "Next", apply: "Apply", rank: "Rank", discrepancies: "Discrepancies", table: "Table",
-    hand: "Hand", seq: "No.", reported: "Reported", computed: "Computed", difference: "Difference", seat: "seat", house: "the house",
+    hand_n: "Hand {n}", seq: "No.", reported: "Reported", computed: "Computed", difference: "Difference", seat: "seat", house: "the house",
     open_replay: "Replay", none: "None", no_entries: "No coin entries yet", patterns: "Patterns",
     loading: "Loading…", time: "Time", entries: "entries", sign_out: "Sign out", lang: "中文",
     page_of: "Ranks {a}–{b}", caught_up: "holds every event so far", not_caught_up: "still catching up",
@@ -81,6 +83,7 @@ const WORDS = {
     what_discrepancies: "the discrepancies feed (it needs a support or platform key)",
     pick: "Type a player id, or pick a player in the leaderboard.", no_players: "No players match.",
     newest: "the newest {n} of {total}",
+    r_hu: "win", r_kong: "kong money", r_exhausted: "exhausted wall", r_piao: "piao", r_fee: "service fee",
   },
 };
 

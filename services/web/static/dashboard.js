@@ -143,8 +143,12 @@ async function showLedger(player) {
     return;
   }
   if (player !== params().player) return;  // another player was opened meanwhile
+  // each point says its entry: the table and hand, why coins moved and how many, and the
+  // transfer's derivation in the page's language (an entry booked before kwx said it in Chinese
+  // has only the English one)
   const points = overTime(entries).map(({ e, x, y }) => ({
-    x, y, label: `${e.table_id} ${t(L, "hand")} ${e.hand} · ${e.reason} ${e.amount > 0 ? "+" : ""}${e.amount}`,
+    x, y, label: `${e.table_id} ${t(L, "hand_n", { n: e.hand })} · ${t(L, `r_${e.reason}`)} ${e.amount > 0 ? "+" : ""}${e.amount}`,
+    detail: (L === "zh" ? e.detail_zh : null) ?? e.detail,
   }));
   const summary = el("p", { class: "muted", id: "ledger-summary", "data-balance": page.balance,
                             "data-entries": entries.length, "data-pages": pages },
@@ -269,7 +273,7 @@ async function showDiscrepancies() {
     const lines = d.lines.map((l) => `${party(l.from)} → ${party(l.to)}: ${t(L, "reported")} ${l.reported} / ${t(L, "computed")} ${l.computed} (${l.difference > 0 ? "+" : ""}${l.difference})`);
     return el("li", { "data-seq": d.seq, "data-table": d.table_id, "data-hand": d.hand },
       el("span", { class: "muted", text: `#${d.seq} ` }),
-      el("a", { href, class: "replay-link", text: `${t(L, "table")} ${d.table_id} · ${t(L, "hand")} ${d.hand}` }),
+      el("a", { href, class: "replay-link", text: `${t(L, "table")} ${d.table_id} · ${t(L, "hand_n", { n: d.hand })}` }),
       el("span", { text: ` · ${lines.join("; ")}` }));
   });
   const count = all.length > FEED_SHOWN ? ` · ${t(L, "newest", { n: FEED_SHOWN, total: all.length })}` : "";

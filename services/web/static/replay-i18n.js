@@ -7,7 +7,7 @@ const WORDS = {
   preset: ["规则", "Preset"], any: ["任意", "any"], has: ["含有", "Has"], find: ["查找", "Find"], more: ["更多", "More"],
   open: ["打开", "Open"], table_id: ["牌桌编号", "Table id"], players: ["玩家", "Players"], hands: ["局数", "Hands"],
   first_at: ["开始", "Started"], flags: ["标记", "Flags"], no_tables: ["没有符合的牌桌", "No table matches"],
-  hand: ["局", "Hand"], view: ["视角", "View"], everything: ["全部（客服）", "Everything (support)"],
+  hand_n: ["第{0}局", "Hand {0}"], view: ["视角", "View"], everything: ["全部（客服）", "Everything (support)"],
   seat: ["座位", "Seat"], seat_n: ["{0}", "seat {0}"], seat_opt: ["{0}（座位 {1}）", "seat {1}"], lang: ["English", "中文"], report: ["纠纷报告", "Dispute report"],
   help: ["帮助 ?", "Help ?"], first: ["|◀ 本局开始", "|◀ hand start"], prev: ["◀ 上一步", "◀ back"],
   next: ["下一步 ▶", "step ▶"], last: ["本局结束 ▶|", "hand end ▶|"], jump: ["跳到事件", "Jump to event"], go: ["跳转", "Go"],

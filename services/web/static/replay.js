@@ -221,7 +221,7 @@ function drawBoard() {
   board.replaceChildren();
   const h = st.hand;
   const top = el("div", { class: "table-line" },
-    el("strong", { text: `${t("hand")} ${st.hand_no ?? ""}` }),
+    el("strong", { id: "hand-no", text: st.hand_no == null ? "" : t("hand_n", st.hand_no) }),
     el("span", { id: "wall-count", "data-wall": h ? h.wall_remaining : "", text: h ? t("wall", h.wall_remaining) : "" }),
     el("span", { id: "turn", "data-turn": h ? h.turn : "", text: h ? `${t("turn")}: ${t("seat_n", seatWord(h.turn))}` : "" }),
     el("span", { id: "dealer", "data-dealer": h ? h.dealer : "", text: h ? `${t("dealer")}: ${t("seat_n", seatWord(h.dealer))}` : "" }),
@@ -464,7 +464,7 @@ async function showReport() {
   box.append(el("div", { class: "controls" },
     el("button", { type: "button", id: "print-btn", text: t("print"), onclick: () => window.print() }),
     el("button", { type: "button", id: "report-back", text: t("back"), onclick: () => { box.hidden = true; $("viewer").hidden = false; } })));
-  box.append(el("h2", { text: `${t("report")} · ${rp.table_id} · ${t("hand")} ${rp.hand}` }));
+  box.append(el("h2", { text: `${t("report")} · ${rp.table_id} · ${t("hand_n", rp.hand)}` }));
   const sum = rp.summary;
   if (sum) box.append(p(typeof sum === "string" ? sum : JSON.stringify(sum)));
   box.append(p(`${t("chain")}: ${rp.chain.verified ? t("verified") : t("broken")} · ${rp.chain.formula} · ${t("head_at", rp.head.version)} ${rp.head.hash}`, rp.chain.verified ? "good" : "error"));
@@ -511,8 +511,8 @@ async function openTable(id, { at = null, hand = null, seat = null, hash = null 
   hl.replaceChildren();
   for (const h of body.hands) {
     const b = el("button", { type: "button", "data-hand": h.hand, "data-end": String(h.end), "data-flags": (h.flags || []).join(","),
-      text: `${t("hand")} ${h.hand}${h.flags && h.flags.length ? " •" : ""}`, onclick: () => go(h.first_event) });
-    b.title = handTitle(b);
+      onclick: () => go(h.first_event) });
+    handLabel(b);
     hl.append(b);
   }
   $("viewer").hidden = false;
@@ -556,6 +556,12 @@ function L(name, tag = "span", attrs = {}) { return el(tag, { ...attrs, "data-i1
 
 // The discovery API's flags (wire ids) in the page's words, each relabelled with the page.
 function flagWords(flags) { return flags.flatMap((x, i) => [...(i ? [", "] : []), L(`f_${x}`, "span", { "data-flag": x })]); }
+// A hand's button: "第3局" / "Hand 3", a dot when something happened in it, its end and flags as the title.
+function handLabel(b) {
+  b.textContent = t("hand_n", b.dataset.hand) + (b.dataset.flags ? " •" : "");
+  b.title = handTitle(b);
+}
+
 function handTitle(b) {
   const flags = b.dataset.flags ? b.dataset.flags.split(",").map((x) => t(`f_${x}`)) : [];
   return [t(`end_${b.dataset.end}`), ...flags].join(" · ");
@@ -640,8 +646,7 @@ async function switchLang() {
   relabel();
   if (S.table) {
     for (const b of document.querySelectorAll("#hands button")) {
-      b.textContent = b.textContent.replace(/^\S+/, t("hand"));
-      b.title = handTitle(b);
+      handLabel(b);
     }
     await go(S.at);
     if (!$("report").hidden) await showReport();
