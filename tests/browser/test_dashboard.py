@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -143,27 +143,37 @@ def test_a_typed_player_shows_the_stats_json_and_the_chart_ends_at_the_balance(p
 
 TIP_JS = """svg => {
   const box = svg.querySelector("g.tip rect.tip-box"), width = Number(box.getAttribute("width"));
-  const x = Number(box.getAttribute("x"));
-  const lines = [...svg.querySelectorAll("g.tip text")].filter((t) => t.textContent);
-  return { x, width, texts: lines.map((t) => t.textContent),
-           fits: lines.every((t) => t.getComputedTextLength() <= width - 15
-                                    && Number(t.getAttribute("x")) >= x) };
+  const x = Number(box.getAttribute("x")), y = Number(box.getAttribute("y"));
+  const rows = [...svg.querySelectorAll("g.tip text")];
+  const of = (cls) => rows.filter((t) => t.classList.contains(cls)).map((t) => t.textContent).join("");
+  return { x, y, width, height: Number(box.getAttribute("height")), rows: rows.length,
+           value: of("tip-value"), time: of("tip-time"), detail: of("tip-detail"),
+           chart: svg.viewBox.baseVal.width, shown: svg.getBoundingClientRect().width,
+           fits: rows.every((t) => t.getComputedTextLength() <= width - 15
+                                   && Number(t.getAttribute("x")) >= x) };
 }"""
 
 
-def test_each_point_of_the_balance_says_its_entry_in_the_pages_language(page: Any, desk: Desk) -> None:
+@pytest.mark.parametrize("size", [(1280, 800), (390, 844)])
+def test_each_point_of_the_balance_says_its_entry_in_the_pages_language(
+    page: Any, desk: Desk, size: tuple[int, int]
+) -> None:
     """A point of the balance says the entry behind it: its table and hand as the replay and the
     timeline say them (第3局 / Hand 3), why the coins moved in the API's words (wording.REASONS) and
     how many, and the transfer's derivation as the ledger says it — the Chinese one on a Chinese
-    page, the English one after the switch; the keyboard's readout shows the same three lines,
-    inside a box as wide as the widest of them (a Chinese line is about twice as wide per letter)."""
+    page, the English one after the switch. The keyboard's readout says the same, in rows that fit
+    its box (a Chinese letter is about twice a Latin one's width), inside the chart, which is drawn
+    as wide as its card: its letters keep their size on a phone (it was an 800-wide drawing scaled
+    to the screen, 5-px letters at 390 px)."""
     from projections import wording
 
+    page.set_viewport_size({"width": size[0], "height": size[1]})
     ledger = desk.api("/v1/players/p001/ledger", "dashboard", limit=1000)
     drawn = in_time_order(ledger["entries"])
     assert all(e["detail_zh"] for e in drawn)
     open_dashboard(page, desk, query="?player=p001")
     chart = page.locator("svg.chart")
+    most = 0
     for lang, which in (("zh", 0), ("en", 1)):
         if lang == "en":
             page.click("#lang")
@@ -185,8 +195,80 @@ def test_each_point_of_the_balance_says_its_entry_in_the_pages_language(page: An
                 page.keyboard.press("ArrowLeft")
             expect(chart.locator("g.tip")).to_have_attribute("data-i", str(i))
             tip = chart.evaluate(TIP_JS)
-            assert tip["texts"][2] == (drawn[i]["detail_zh"] if lang == "zh" else drawn[i]["detail"])
-            assert tip["fits"] and tip["x"] >= 0 and tip["x"] + tip["width"] <= 800, tip
+            assert tip["detail"] == (drawn[i]["detail_zh"] if lang == "zh" else drawn[i]["detail"])
+            assert tip["time"].endswith(titles[i].split("\n")[0].split(" · ", 2)[2]), (tip, titles[i])
+            assert tip["fits"] and tip["x"] >= 0 and tip["x"] + tip["width"] <= tip["chart"], tip
+            assert tip["y"] >= 0 and tip["y"] + tip["height"] <= 300, tip
+            assert abs(tip["shown"] - tip["chart"]) <= 2, tip  # drawn at its size: letters as styled
+            most = max(most, tip["rows"])
+    if size[0] < 500:
+        assert most > 3  # some derivation broken into rows to fit a phone's chart
+
+
+def test_the_chart_is_drawn_again_at_its_cards_width(page: Any, desk: Desk) -> None:
+    open_dashboard(page, desk, query="?player=p001")
+    chart = page.locator("svg.chart")
+    expect(chart).to_be_visible()
+    wide = chart.evaluate("svg => svg.viewBox.baseVal.width")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_function("w => document.querySelector('svg.chart').viewBox.baseVal.width < w", arg=wide)
+    shown = chart.evaluate("svg => [svg.viewBox.baseVal.width, svg.getBoundingClientRect().width]")
+    assert shown[0] < 390 and abs(shown[0] - shown[1]) <= 2, (wide, shown)
+    points = chart.locator("circle.point")
+    expect(points).to_have_count(int(chart.get_attribute("data-points") or 0))
+
+
+ENTRY_JS = """trs => trs.map(tr => [Number(tr.dataset.seq), ...[...tr.cells].map(td => td.textContent),
+                                     tr.querySelector("a").getAttribute("href")])"""
+
+
+def said_entry(e: dict[str, Any], lang: str) -> list[Any]:
+    """An entry's row as the page should say it in ``lang``."""
+    from projections import wording
+
+    which = 0 if lang == "zh" else 1
+    when = datetime.fromisoformat(e["at"] or e["recorded_at"]).astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    hand = f"第{e['hand']}局" if lang == "zh" else f"Hand {e['hand']}"
+    party = (
+        ("平台" if lang == "zh" else "the house") if e["counterparty_kind"] == "house" else e["counterparty"]
+    )
+    return [
+        e["seq"], when, f"{e['table_id']} · {hand}", party, wording.REASONS[e["reason"]][which],
+        f"+{e['amount']}" if e["amount"] > 0 else str(e["amount"]), str(e["balance"]),
+        e["detail_zh"] if lang == "zh" else e["detail"],
+        f"/replay?table={e['table_id']}&hand={e['hand']}&at={e['event']}",
+    ]  # fmt: skip
+
+
+def test_the_coin_entries_say_each_entry_newest_first_and_open_its_hand(page: Any, desk: Desk) -> None:
+    """Under the chart, the player's entries newest booked first (the ledger's own order and running
+    balance), 20 at a time: each one's time, table and hand, with whom, why (the API's words), the
+    coins, the balance after it and the derivation in the page's language; its link opens the replay
+    at the event that moved the coins."""
+    ledger = desk.api("/v1/players/p001/ledger", "dashboard", limit=1000)
+    newest = list(reversed(ledger["entries"]))
+    assert len(newest) > 20, "the desk's player has fewer entries than a page: this shows no paging"
+    open_dashboard(page, desk, role="support", query="?player=p001")
+    rows = page.locator("#entries tbody tr")
+    expect(rows).to_have_count(20)
+    assert page.eval_on_selector_all("#entries tbody tr", ENTRY_JS) == [
+        said_entry(e, "zh") for e in newest[:20]
+    ]
+    page.click("#entries-more")
+    expect(rows).to_have_count(min(40, len(newest)))
+    assert page.eval_on_selector_all("#entries tbody tr", ENTRY_JS)[20:] == [
+        said_entry(e, "zh") for e in newest[20:40]
+    ]
+    page.click("#lang")
+    expect(page.locator("#entries h4")).to_have_text("Coin entries, newest first")
+    expect(rows).to_have_count(20)
+    assert page.eval_on_selector_all("#entries tbody tr", ENTRY_JS) == [
+        said_entry(e, "en") for e in newest[:20]
+    ]
+    kong = next((e for e in newest[:20] if e["reason"] == "kong"), newest[0])
+    page.click(f"#entries tbody tr[data-seq='{kong['seq']}'] a")
+    page.wait_for_url(f"**/replay?table={kong['table_id']}&hand={kong['hand']}&at={kong['event']}")
+    expect(page.locator("#step")).to_have_attribute("data-at", str(kong["event"]))
 
 
 @pytest.fixture(scope="module")

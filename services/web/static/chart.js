@@ -3,7 +3,8 @@
 "use strict";
 
 const NS = "http://www.w3.org/2000/svg";
-const W = 800, H = 300, M = { left: 64, right: 16, top: 16, bottom: 40 };
+const H = 300, M = { left: 64, right: 16, top: 16, bottom: 40 };
+const NARROWEST = 300;  // a chart narrower than this is drawn this wide and scaled down
 
 function svg(tag, attrs = {}, text) {
   const node = document.createElementNS(NS, tag);
@@ -40,9 +41,36 @@ function utc(ms, withTime = true) {
   return withTime ? `${iso.slice(0, 10)} ${iso.slice(11, 16)}` : iso.slice(0, 10);
 }
 
+// A readout's line broken into rows no wider than `max` as drawn by `row` (a <text> in the chart):
+// after a space, a comma or a semicolon, or a Chinese colon (not inside 10:27), else where it must.
+function wrap(row, text, max) {
+  const fits = (t) => { row.textContent = t; return row.getComputedTextLength() <= max; };
+  const out = [];
+  const push = (chunk) => {  // a chunk wider than the chart (one long word): cut where it must
+    while (chunk.length > 1 && !fits(chunk)) {
+      let n = chunk.length - 1;
+      while (n > 1 && !fits(chunk.slice(0, n))) n -= 1;
+      out.push(chunk.slice(0, n));
+      chunk = chunk.slice(n);
+    }
+    if (chunk) out.push(chunk);
+  };
+  let cur = "";
+  for (const part of text.split(/(?<=[\s，；：,;])/)) {
+    if (!cur || fits(cur + part)) { cur += part; continue; }
+    push(cur);
+    cur = part;
+  }
+  push(cur);
+  return out;
+}
+
 // points: [{x: epoch ms, y: number, label: string, detail?: string}] in time order. Returns the
-// <svg>. The readout says a point's value, then its time and label, then its detail if it has one.
-export function lineChart(points, { title = "", yLabel = "", xLabel = "" } = {}) {
+// <svg>, `width` px wide as drawn (the container's: its text then keeps its CSS size; at least
+// NARROWEST). The readout says a point's value, then its time and label, then its detail if it has
+// one, each broken into rows that fit the chart.
+export function lineChart(points, { title = "", yLabel = "", xLabel = "", width = 800 } = {}) {
+  const W = Math.max(NARROWEST, Math.round(width));
   const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", tabindex: 0,
                             "aria-label": title, "data-points": points.length });
   root.append(svg("title", {}, title));
@@ -60,7 +88,7 @@ export function lineChart(points, { title = "", yLabel = "", xLabel = "" } = {})
     axes.append(svg("line", { x1: M.left, x2: W - M.right, y1: sy(v), y2: sy(v), class: v === 0 ? "zero" : "grid" }));
     axes.append(svg("text", { x: M.left - 6, y: sy(v) + 4, "text-anchor": "end", class: "tick y" }, String(v)));
   }
-  const [xt, withTime] = timeTicks(x0, x1);
+  const [xt, withTime] = timeTicks(x0, x1, Math.max(2, Math.min(6, Math.floor((W - M.left - M.right) / 110))));
   const sameDay = utc(x0, false) === utc(x1, false);
   for (const v of xt.length ? xt : [x0, x1]) {
     axes.append(svg("line", { x1: sx(v), x2: sx(v), y1: H - M.bottom, y2: H - M.bottom + 5, class: "axis" }));
@@ -90,26 +118,35 @@ export function lineChart(points, { title = "", yLabel = "", xLabel = "" } = {})
   const tip = svg("g", { class: "tip", visibility: "hidden" });
   const ring = svg("circle", { r: 6, class: "tip-ring" });
   const box = svg("rect", { rx: 4, class: "tip-box" });
-  const line1 = svg("text", { class: "tip-value" }), line2 = svg("text", { class: "tip-time" });
-  const line3 = svg("text", { class: "tip-detail" });
-  tip.append(ring, box, line1, line2, line3);
+  const rows = svg("g", { class: "tip-rows" });
+  tip.append(ring, box, rows);
   root.append(tip);
   let current = -1;
   const show = (i) => {
     current = i;
     const p = points[i], cx = sx(p.x), cy = sy(p.y);
     ring.setAttribute("cx", cx); ring.setAttribute("cy", cy);
-    line1.textContent = `${yLabel} ${p.y}`;
-    line2.textContent = `${utc(p.x)} UTC${p.label ? " · " + p.label : ""}`;
-    line3.textContent = p.detail || "";
-    const lines = p.detail ? [line1, line2, line3] : [line1, line2];
-    // the box fits the widest line as drawn (a Chinese character is about twice a Latin one's width)
-    const drawn = Math.max(...lines.map((l) => l.getComputedTextLength()));
-    const guess = Math.max(...lines.map((l) => [...l.textContent].reduce((w, ch) => w + (ch.codePointAt(0) > 0x2e80 ? 13 : 7), 0)));
-    const width = Math.min(W, (drawn || guess) + 16), height = 8 + 15 * lines.length;
-    const bx = Math.min(Math.max(cx - width / 2, 0), W - width), by = cy > H / 2 ? cy - height - 10 : cy + 10;
+    const said = [[`${yLabel} ${p.y}`, "tip-value"], [`${utc(p.x)} UTC${p.label ? " · " + p.label : ""}`, "tip-time"],
+                  ...(p.detail ? [[p.detail, "tip-detail"]] : [])];
+    rows.replaceChildren();
+    const lines = [];
+    for (const [text, cls] of said) {  // measured as drawn: a Chinese letter is about two Latin ones wide
+      const probe = svg("text", { class: cls });
+      rows.append(probe);
+      const parts = wrap(probe, text, W - 16);
+      probe.remove();
+      for (const part of parts) {
+        const row = svg("text", { class: cls }, part);
+        rows.append(row);
+        lines.push(row);
+      }
+    }
+    const width = Math.min(W, Math.max(...lines.map((l) => l.getComputedTextLength())) + 16);
+    const height = 8 + 15 * lines.length;
+    const bx = Math.min(Math.max(cx - width / 2, 0), W - width);
+    const by = Math.max(0, Math.min(cy > H / 2 ? cy - height - 10 : cy + 10, H - height));
     box.setAttribute("x", bx); box.setAttribute("y", by); box.setAttribute("width", width); box.setAttribute("height", height);
-    lines.forEach((l, i) => { l.setAttribute("x", bx + 8); l.setAttribute("y", by + 16 + 15 * i); });
+    lines.forEach((l, n) => { l.setAttribute("x", bx + 8); l.setAttribute("y", by + 16 + 15 * n); });
     tip.setAttribute("visibility", "visible");
     tip.setAttribute("data-i", i); tip.setAttribute("data-y", p.y);
   };

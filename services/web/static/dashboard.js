@@ -158,9 +158,55 @@ async function showLedger(player) {
     chart.replaceChildren(summary, el("p", { class: "muted", text: t(L, "no_entries") }));
     return;
   }
-  chart.replaceChildren(summary, lineChart(points, { title: `${t(L, "chart")} · ${player}`,
-                                                      yLabel: t(L, "balance"), xLabel: t(L, "time") }));
+  const opts = { title: `${t(L, "chart")} · ${player}`, yLabel: t(L, "balance"), xLabel: t(L, "time") };
+  const list = el("div", { id: "entries" });
+  chart.replaceChildren(summary, lineChart(points, { ...opts, width: chart.clientWidth }), list);
+  drawn = { points, opts, width: chart.clientWidth };
+  showEntries(list, entries, ENTRIES_SHOWN);
 }
+
+// The entries themselves, newest booked first (the ledger's own order, and its running balance
+// after each): when, which table and hand (a link to the replay at the event that moved the coins),
+// with whom, why, how many, and the engine's derivation in the page's language. A page of them at a
+// time: "more" shows the next.
+const ENTRIES_SHOWN = 20;
+function showEntries(box, entries, shown) {
+  const L = lang();
+  const newest = entries.slice().reverse();
+  const when = (e) => new Date(e.at ?? e.recorded_at).toISOString().slice(0, 16).replace("T", " ");
+  const head = el("tr", {}, ...["e_time", "e_hand", "e_with", "e_reason", "e_coins", "balance", "e_why"]
+    .map((k) => el("th", { scope: "col", text: t(L, k) })));
+  const rows = newest.slice(0, shown).map((e) => el("tr", { "data-seq": e.seq },
+    el("td", { text: when(e) }),
+    el("td", {}, el("a", { class: "replay-link", text: `${e.table_id} · ${t(L, "hand_n", { n: e.hand })}`,
+                           href: `/replay?table=${encodeURIComponent(e.table_id)}&hand=${e.hand}&at=${e.event}` })),
+    el("td", { text: e.counterparty_kind === "house" ? t(L, "house") : e.counterparty }),
+    el("td", { text: t(L, `r_${e.reason}`) }),
+    el("td", { class: "num", text: `${e.amount > 0 ? "+" : ""}${e.amount}` }),
+    el("td", { class: "num", text: String(e.balance) }),
+    el("td", { class: "why", text: (L === "zh" ? e.detail_zh : null) ?? e.detail })));
+  const more = newest.length > shown
+    ? [el("button", { type: "button", id: "entries-more", text: t(L, "more", { n: Math.min(ENTRIES_SHOWN, newest.length - shown) }),
+                      onclick: () => showEntries(box, entries, shown + ENTRIES_SHOWN) })]
+    : [];
+  box.replaceChildren(el("h4", { text: t(L, "entries_newest") }),
+    el("div", { class: "scroll" }, el("table", { class: "grid entries", "data-shown": rows.length },
+      el("thead", {}, head), el("tbody", {}, ...rows))), ...more);
+}
+
+// The chart is drawn as wide as its card, so its words keep their size on a phone as on a desk
+// (a drawing scaled down to a phone's width had 5-px letters); a change of the card's width draws
+// it again.
+let drawn = null, redraw = 0;
+window.addEventListener("resize", () => {
+  clearTimeout(redraw);
+  redraw = setTimeout(() => {
+    const chart = $("chart"), old = chart && chart.querySelector("svg.chart");
+    if (!drawn || !old || Math.abs(chart.clientWidth - drawn.width) < 2) return;
+    drawn.width = chart.clientWidth;
+    old.replaceWith(lineChart(drawn.points, { ...drawn.opts, width: drawn.width }));
+  }, 100);
+});
 
 // The balance as a function of time: the entries in the order of their hands' times (`at`, else
 // when kwx stored them), each point the balance after every entry up to it. The ledger's own
