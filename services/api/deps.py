@@ -91,8 +91,15 @@ def check_table_id(table_id: str) -> str:
 
 
 def require_role(principal: Principal, *roles: str) -> None:
+    """403 unless the key's role is one of ``roles``; the answer names the key's ``role`` and the
+    ``roles`` that may, so a page says it in its own words (and ``message_zh`` in Chinese)."""
     if principal.role not in roles:
-        raise Forbidden(f"role {principal.role!r} may not do this (needs {' or '.join(roles)})")
+        raise Forbidden(
+            f"role {principal.role!r} may not do this (needs {' or '.join(roles)})",
+            message_zh=f"密钥的角色 {principal.role} 不能做这件事（需要 {' 或 '.join(roles)} 角色的密钥）",
+            role=principal.role,
+            roles=list(roles),
+        )
 
 
 def check_player_id(player_id: str) -> str:

@@ -183,7 +183,12 @@ def test_role_matrix_on_every_route(lenient: Any, keys: dict[str, Headers], tabl
             if route in ALLOWED[role]:
                 assert answer.status_code == 200, (role, route, answer.text[:200])
             else:
-                assert error_of(answer, 403)["error"] == "forbidden", (role, route)
+                refused = error_of(answer, 403)
+                assert refused["error"] == "forbidden", (role, route)
+                # it names the key's role and the roles that may, in both languages
+                assert refused["role"] == role and role not in refused["roles"] and refused["roles"], refused
+                zh = refused["message_zh"]
+                assert all(r in zh for r in refused["roles"]) and "角色" in zh, zh
         for route, url in global_routes.items():
             answer = lenient.get(url, headers=keys[role])
             if route in ALLOWED[role]:

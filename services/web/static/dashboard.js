@@ -37,8 +37,8 @@ function notice(err, what, vars = {}) {
   const L = lang();
   let text;
   if (err instanceof ApiError && err.status === 403) {
-    const m = /role '([\w-]+)'/.exec(err.body.message || "");  // kwx's 403 names the key's role
-    text = m ? t(L, "forbidden", { role: m[1], what: t(L, what) }) : t(L, "forbidden_any", { what: t(L, what) });
+    const role = err.body.role;  // kwx's 403 names the key's role
+    text = role ? t(L, "forbidden", { role, what: t(L, what) }) : t(L, "forbidden_any", { what: t(L, what) });
   } else if (err instanceof ApiError && err.status === 401) {
     text = t(L, "unauthorized");
     signOut();

@@ -493,12 +493,22 @@ async function showReport() {
   box.hidden = false;
 }
 
+// A key whose role may not read tables (a dashboard key, e.g. from the dashboard's links), said in
+// the page's words with the roles that may (the API's 403 names both); once on the page: not again
+// where `other` already says it.
+function refused(e, other) {
+  const roles = (e.body.roles || []).join(t("or"));
+  const text = e.body.role ? t("forbidden_tables", e.body.role, roles) : e.message;
+  return other && other.textContent === text ? "" : text;
+}
+
 // ------------------------------------------------------------------------------------ opening
 async function openTable(id, { at = null, hand = null, seat = null, hash = null } = {}) {
   $("open-error").textContent = "";
   let body;
   try { body = await get(`/v1/tables/${enc(id)}/hands`); } catch (e) {
-    $("open-error").textContent = e.status === 501 ? e.message : `${t("no_table")}: ${id} (${e.message})`;
+    $("open-error").textContent = e.status === 403 ? refused(e, $("search-error"))
+      : e.status === 501 ? e.message : `${t("no_table")}: ${id} (${e.message})`;
     return;
   }
   const head = await get(`/v1/tables/${enc(id)}/events`, { limit: 1 });  // the table's head version
@@ -539,7 +549,10 @@ async function search(more = false) {
   if (!more) body.replaceChildren();
   $("search-error").textContent = "";
   let page;
-  try { page = await get("/v1/tables", q); } catch (e) { $("search-error").textContent = e.message; return; }
+  try { page = await get("/v1/tables", q); } catch (e) {
+    $("search-error").textContent = e.status === 403 ? refused(e, $("open-error")) : e.message;
+    return;
+  }
   for (const x of page.tables) {
     body.append(el("tr", { "data-table": x.table_id },
       el("td", {}, el("button", { type: "button", class: "link", text: x.table_id, onclick: () => openTable(x.table_id) })),
