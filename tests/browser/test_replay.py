@@ -165,8 +165,11 @@ def test_a_missing_table_is_said_so(page: Any, desk: Desk) -> None:
     sign_in(page, desk)
     page.fill("#open-id", "no-such-table")
     page.click("#open-form button[type=submit]")
-    expect(page.locator("#open-error")).to_contain_text("no-such-table")
+    expect(page.locator("#open-error")).to_have_text("没有这张牌桌：no-such-table")  # the tab is zh-CN
     assert page.is_hidden("#viewer")
+    page.click("#lang")
+    page.click("#open-form button[type=submit]")
+    expect(page.locator("#open-error")).to_have_text("No such table: no-such-table")
 
 
 @pytest.mark.parametrize("table", [KONG_TABLE, LOU_HU_TABLE])

@@ -65,7 +65,7 @@ const WORDS = {
   f_bao_hu: ["包胡", "bao hu"], f_multi_win: ["一炮多响", "several winners"], f_discrepancy: ["上报不一致", "reported payout differs"],
   f_violation: ["违规胡牌", "hu with a rule violation"], end_hu: ["胡牌", "won"], end_exhausted: ["荒庄", "wall exhausted"],
   end_aborted: ["中止", "aborted"], end_null: ["进行中", "in play"], sign_out: ["退出", "Sign out"],
-  k_settlement_reported: ["平台上报结算", "payout reported"], k_transfer: ["转账", "transfer"], k_net: ["净额", "net"], face_down: ["背面", "face down"], what: ["事件", "event"], no_table: ["没有这张牌桌", "No such table"],
+  k_settlement_reported: ["平台上报结算", "payout reported"], k_transfer: ["转账", "transfer"], k_net: ["净额", "net"], face_down: ["背面", "face down"], what: ["事件", "event"], no_table: ["没有这张牌桌：{0}", "No such table: {0}"],
   forbidden_tables: ["您的密钥（角色 {0}）不能查看牌桌：回放需要 {1} 角色的密钥。", "Your key (role {0}) may not read tables: the replay needs a {1} key."],
   or: [" 或 ", " or "],
 };

@@ -508,7 +508,7 @@ async function openTable(id, { at = null, hand = null, seat = null, hash = null 
   let body;
   try { body = await get(`/v1/tables/${enc(id)}/hands`); } catch (e) {
     $("open-error").textContent = e.status === 403 ? refused(e, $("search-error"))
-      : e.status === 501 ? e.message : `${t("no_table")}: ${id} (${e.message})`;
+      : e.status === 501 ? e.message : e.status === 404 ? t("no_table", id) : `${id}: ${e.message}`;
     return;
   }
   const head = await get(`/v1/tables/${enc(id)}/events`, { limit: 1 });  // the table's head version
