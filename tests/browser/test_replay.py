@@ -671,6 +671,56 @@ def test_the_dispute_report_lists_every_event_with_its_hash(page: Any, desk: Des
     expect(page.locator("#viewer")).to_be_visible()
 
 
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_differing_report_says_each_line_reported_and_computed(page: Any, desk: Desk, lang: str) -> None:
+    """Where the platform's reported payout differs, the audit panel and the printable dispute report
+    say each differing line — payer → payee, the reported and the computed coins, the difference —
+    and each party's net difference, as the report's ``reported`` has them (the report said only
+    "differs on 1 line(s)", the panel only the nets)."""
+    from projections import wording
+
+    feed = desk.api("/v1/discrepancies", "support", limit=1000)["discrepancies"]
+    d = next(x for x in feed if x["lines"])
+    rp = desk.api(f"/v1/tables/{d['table_id']}/hands/{d['hand']}/report", lang=lang)
+    (r,) = [x for x in rp["reported"] if x["reported_event"] == d["reported_event"]]
+    assert r["status"] == "differs" and r["lines"]
+
+    def seat(x: Any) -> str:
+        if x == "house":
+            return "平台" if lang == "zh" else "the house"
+        return f"{wording.SEAT_ZH[x]} · " if lang == "zh" else f"seat {x} · "
+
+    def said(line: dict[str, Any]) -> re.Pattern[str]:
+        diff = f"+{line['difference']}" if line["difference"] > 0 else str(line["difference"])
+        if lang == "zh":
+            tail = f"：上报 {line['reported']} / 计算 {line['computed']}（{diff}）"
+        else:
+            tail = f": reported {line['reported']} / computed {line['computed']} ({diff})"
+        return re.compile(
+            f"^{re.escape(seat(line['from']))}.* → {re.escape(seat(line['to']))}.*{re.escape(tail)}$"
+        )
+
+    open_at(page, desk, d["table_id"], d["reported_event"])
+    if lang == "en":
+        page.click("#lang")
+        expect(page.locator("#lang")).to_have_text("中文")
+    for box in ("#settlement", "#report"):
+        if box == "#report":
+            page.click("#report-btn")
+            expect(page.locator("#report")).to_be_visible()
+        shown = page.locator(f"{box} p.reported-line")
+        expect(shown).to_have_count(len(r["lines"]))
+        for i, line in enumerate(r["lines"]):
+            expect(shown.nth(i)).to_have_text(said(line))
+        expect(page.locator(f"{box} p.reported.error")).to_have_text(r["message"])
+        nets = [(k, v) for k, v in r["difference"].items() if v != 0]
+        for k, v in nets:
+            expect(page.locator(f"{box} p.reported-net")).to_contain_text(
+                f"{seat(k if k == 'house' else int(k))}"
+            )
+            expect(page.locator(f"{box} p.reported-net")).to_contain_text(f"+{v}" if v > 0 else str(v))
+
+
 def test_the_language_switch_redraws_everything(page: Any, desk: Desk) -> None:
     table = LOU_HU_TABLE
     open_at(page, desk, table, 12)

@@ -66,6 +66,7 @@ const WORDS = {
   f_violation: ["违规胡牌", "hu with a rule violation"], end_hu: ["胡牌", "won"], end_exhausted: ["荒庄", "wall exhausted"],
   end_aborted: ["中止", "aborted"], end_null: ["进行中", "in play"], sign_out: ["退出", "Sign out"],
   k_settlement_reported: ["平台上报结算", "payout reported"], k_transfer: ["转账", "transfer"], k_net: ["净额", "net"], face_down: ["背面", "face down"], what: ["事件", "event"], no_table: ["没有这张牌桌：{0}", "No such table: {0}"],
+  reported_line: ["{0} → {1}：上报 {2} / 计算 {3}（{4}）", "{0} → {1}: reported {2} / computed {3} ({4})"],
   forbidden_tables: ["您的密钥（角色 {0}）不能查看牌桌：回放需要 {1} 角色的密钥。", "Your key (role {0}) may not read tables: the replay needs a {1} key."],
   or: [" 或 ", " or "],
 };

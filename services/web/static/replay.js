@@ -338,6 +338,20 @@ const signed = (n) => (n > 0 ? `+${n}` : String(n));
 const bySeat = (list) => (list || []).map((n, s) => zhOr(`${seatWord(s)} ${signed(n)}`, `seat ${s}: ${signed(n)}`)).join(zhOr("，", ", "));
 const zhOr = (zh, en) => (lang() === "zh" ? zh : en);
 
+// What the platform reported against what kwx computed (one of the report's `reported`): the
+// verdict, each line that differs — payer → payee, reported / computed coins and the difference —
+// and each party's net difference. The audit panel and the dispute report say it alike.
+function reportedSaid(r) {
+  const out = [p(r.message || r.status, r.status === "match" ? "good reported" : "error reported")];
+  for (const l of r.lines || []) {
+    out.push(p(t("reported_line", party(l.from), party(l.to), l.reported, l.computed, signed(l.difference)), "reported-line"));
+  }
+  const diff = Object.entries(r.difference || {}).filter(([, v]) => v !== 0)
+    .map(([k, v]) => `${party(k === "house" ? k : Number(k))} ${signed(v)}`).join(zhOr("，", ", "));
+  if (diff) out.push(p(`${t("difference")}: ${diff}`, "reported-net"));
+  return out;
+}
+
 // What the hand's timeline (in the page's language) says of its wins and transfers.
 const transferKey = (x) => `${x.event}:${x.from}:${x.to}:${x.amount}:${x.reason}`;
 function spoken() {
@@ -399,11 +413,7 @@ function settlementSection(real, other) {
   const rep = S.rp && (S.rp.reported || []);
   sec.append(el("h4", { text: t("reported") }));
   if (!rep || !rep.length) sec.append(p(t("no_report"), "muted"));
-  for (const r of rep || []) {
-    const diff = Object.entries(r.difference || {}).filter(([, v]) => v !== 0)
-      .map(([k, v]) => `${party(k === "house" ? k : Number(k))} ${v > 0 ? "+" : ""}${v}`).join(zhOr("，", ", "));
-    sec.append(p(`${r.message || r.status}${diff ? ` · ${t("difference")} ${diff}` : ""}`, r.status === "match" ? "good reported" : "error reported"));
-  }
+  for (const r of rep || []) sec.append(...reportedSaid(r));
   const pick = el("select", { id: "whatif-preset" });
   for (const x of PRESETS) pick.append(el("option", { value: x, text: x, selected: x === S.whatIf }));
   pick.addEventListener("change", () => { S.whatIf = pick.value; drawAudit(); });
@@ -484,7 +494,8 @@ async function showReport() {
     }
     box.append(p(`${t("net")}: ${bySeat(s.net)}`));
   }
-  for (const r of rp.reported || []) box.append(p(`${t("reported")}: ${r.message || r.status}`, r.status === "match" ? "good" : "error"));
+  if ((rp.reported || []).length) box.append(el("h3", { text: t("reported") }));
+  for (const r of rp.reported || []) box.append(...reportedSaid(r));
   for (const x of rp.lou_hu || []) box.append(p(x.text || JSON.stringify(x), "warn"));
   const table = el("table", { class: "grid events" }, el("tr", {}, el("th", { text: "#" }), el("th", { text: t("events") }), el("th", { text: t("hash_h") })));
   for (const e of rp.events) table.append(el("tr", {}, el("td", { text: e.version }), el("td", { text: e.line || e.type }), el("td", { class: "hash", text: e.hash })));
