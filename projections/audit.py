@@ -121,8 +121,8 @@ def _kong_chains(state: Any, records: Sequence[Any], lang: str) -> list[dict[str
                     "from": t.from_,
                     "to": t.to,
                     "amount": t.amount,
-                    "detail": t.detail,
-                    "detail_zh": wording.zh_whole(t.detail_zh),  # the engine's own derivation
+                    "detail": wording.en_whole(t.detail),  # the engine's own derivation, whole
+                    "detail_zh": wording.zh_whole(t.detail_zh),
                 }
                 for t in (settlement.transfers if settlement is not None else ())
                 if t.reason == "kong" and t.event == k.event
@@ -267,7 +267,8 @@ def ruling_items(
 ) -> list[dict[str, Any]]:
     """The audit's ``rulings``: one item per stored ruling (version, ruling JSON or None), with
     the event it rules on (``ruled_at(version)``) and its hand (``hand_of``; 0 before the first);
-    the Chinese message made whole (``wording.zh_whole``: tiles and seats in Chinese)."""
+    the message made whole in its language (``wording.zh_whole`` / ``en_whole``: tiles, seats and
+    the rules' names in that language's words)."""
     rulings = []
     for version, ruling in stored_rulings:
         if ruling is None:
@@ -280,7 +281,7 @@ def ruling_items(
                 "type": type(ruled).__struct_config__.tag if ruled is not None else None,
                 "id": ruled.id if ruled is not None else None,
                 "rule": ruling.get("rule"), "kind": ruling.get("kind"),
-                "message": _msg(lang, ruling.get("message", ""), zh),
+                "message": _msg(lang, wording.en_whole(ruling.get("message", ""), players), zh),
                 "detail": ruling.get("detail", {}),
             }
         )  # fmt: skip

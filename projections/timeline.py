@@ -197,7 +197,7 @@ def _line(
         out["ruling"] = {
             "code": code,
             "kind": ruling.get("kind"),
-            "message": ruling.get("message"),
+            "message": w.en_whole(str(ruling.get("message") or ""), h.players),
             "message_zh": w.zh_whole(str(ruling.get("message_zh") or ""), h.players),
         }
         parts.append(

@@ -233,6 +233,82 @@ _DRAGON_RUN = re.compile(r"(?<![A-Za-z0-9_])([CFP]+)(?![A-Za-z0-9_])")
 _SEAT_NO = re.compile(r"([0-2])号位")
 
 
+# The engine's English names a rule by its Chinese name (``点炮 8s, 包胡: …``, docs/settlement.md;
+# ``declared 亮倒``) and quotes the seeds' Chinese (``(少于12张不能亮)``): what each says in whole
+# English, as the timeline says it. A name before a tile reads "… of TILE".
+_EN_BEFORE_TILE = {
+    "自摸": "self-draw of",
+    "点炮": "discard of",
+    "杠上炮": "discard after a kong of",
+    "抢杠胡": "robbed kong of",
+    "暗杠": "concealed kong of",
+    "补杠": "added kong of",
+    "直杠": "exposed kong of",
+}
+_EN_TERMS = (  # in this order: the longer phrase first
+    (" (not 听牌)", ""),  # "the 13 tiles left are not ready (not 听牌)"
+    ("after 亮倒", "after declaring ready"),
+    ("杠上杠 chain", "kong chain"),
+    ("杠上杠", "kong chain"),
+    ("一炮双响", "two winners on one discard"),
+    ("抢杠胡", "robbing a kong"),
+    ("漏胡", "missed win"),
+    ("包胡", "bao hu"),
+    ("亮倒", "ready"),
+    ("听牌", "ready"),
+    ("荒庄", "exhausted wall"),
+    ("自摸", "self-draw"),
+    ("买码", "ma tile"),
+    ("a 补杠", "an added kong"),
+    ("暗杠", "concealed kong"),
+    ("补杠", "added kong"),
+    ("直杠", "exposed kong"),
+    ("碰", "peng"),
+    ("杠", "kong"),
+    ("胡", "hu"),
+    ("漂", "piao"),
+)
+# a claim as a verb: "may not 碰 5p", "they may 直杠 it", "may not 暗杠 (concealed kong) 7p"
+_EN_VERB = re.compile(
+    r"\b(may not|cannot|may|not) (碰|直杠|暗杠|补杠|杠)(?: \((?:peng|exposed kong|concealed kong)\))?"
+)
+_EN_NAMED_TILE = re.compile(
+    "(" + "|".join(sorted(map(re.escape, _EN_BEFORE_TILE), key=len, reverse=True)) + r") "
+    r"([1-9][ps]|[CFP])(?![A-Za-z0-9_])"
+)
+_EN_TILE = re.compile(r"(?<![A-Za-z0-9_])([1-9][ps]|[CFP])(?![A-Za-z0-9_])")
+_EN_MA = re.compile(r"买码 ([1-9][ps]|[CFP]) (\d+)")  # "payable 2 + 买码 1s 1 = 3": the 1 is the ma tile's
+_CJK = "\u3400-\u9fff\uff00-\uffef\u3000-\u303f"
+# "(no_peng_with_concealed_triplet: 不能碰后再杠)", "(…, nor on the last discard: 摸到最后一张牌…)"
+_EN_COLON_QUOTE = re.compile(f"(?:: |：)[^()A-Za-z]*[{_CJK}][^()]*\\)")
+_EN_QUOTE = re.compile(f" ?\\([^()A-Za-z]*[{_CJK}][^()A-Za-z]*\\)")  # (少于12张不能亮): no English inside
+
+
+def en_whole(text: str, players: Sequence[str] = ()) -> str:
+    """An engine text in English made whole: a rule's Chinese name in English (``点炮 8s`` →
+    ``discard of 8 bamboo``, ``包胡`` → ``bao hu``, ``declared 亮倒`` → ``declared ready``,
+    ``杠上杠`` → ``kong chain``, ``买码 1s 1`` → ``1 (the ma tile, 1 bamboo)``), a quotation of the
+    seeds' Chinese after the English that says it left out (an option's name kept), a tile in
+    notation in words (``5 dots``, ``white dragon``). Numbers, option names and values stay, and
+    so do the ``players``' ids (``(P)``)."""
+    kept: dict[str, str] = {}
+    for i, p in enumerate(sorted(set(players), key=len, reverse=True)):
+        if p and f"({p})" in text:
+            kept[f"\x00{i}\x00"] = p
+            text = text.replace(f"({p})", f"(\x00{i}\x00)")
+    text = _EN_COLON_QUOTE.sub(")", text)
+    text = _EN_QUOTE.sub("", text)
+    text = _EN_VERB.sub(lambda m: f"{m[1]} {'peng' if m[2] == '碰' else 'kong'}", text)
+    text = _EN_MA.sub(lambda m: f"{m[2]} (the ma tile, {tile(m[1], 'en')})", text)
+    text = _EN_NAMED_TILE.sub(lambda m: f"{_EN_BEFORE_TILE[m[1]]} {tile(m[2], 'en')}", text)
+    for zh, en in _EN_TERMS:
+        text = text.replace(zh, en)
+    text = _EN_TILE.sub(lambda m: tile(m[1], "en"), text)
+    for mark, p in kept.items():
+        text = text.replace(mark, p)
+    return text
+
+
 def zh_whole(text: str, players: Sequence[str] = ()) -> str:
     """An engine message in Chinese made whole: tiles in notation (``5p``, ``4556p``, ``CCC``) as
     Chinese (``5筒``, ``4556筒``, ``中中中``), ``2号位`` as the seat word ``丙``. Codes and option

@@ -74,7 +74,7 @@ class LedgerPage:
         entries = [
             {"seq": int(r[0]), "amount": int(r[1]), "balance": int(r[2]), "counterparty": r[3],
              "counterparty_kind": r[4], "table_id": r[5], "hand": r[6], "event": r[7], "reason": r[8],
-             "seat": r[9], "detail": r[10], "line": r[11], "at": r[12],
+             "seat": r[9], "detail": wording.en_whole(r[10]), "line": r[11], "at": r[12],
              "recorded_at": r[13].isoformat() if r[13] is not None else None,
              "detail_zh": wording.zh_whole(r[14]) if r[14] is not None else None}
             for r in rows[: self.limit]

@@ -358,7 +358,7 @@ def _line(ev: Any, players: list[str], ruling: dict[str, Any] | None, lang: str)
                 + "）"
             )
         else:
-            text += " (ruling: " + str(ruling.get("message", "")) + ")"
+            text += " (ruling: " + wording.en_whole(str(ruling.get("message", "")), players) + ")"
     return text
 
 

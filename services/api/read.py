@@ -234,8 +234,9 @@ def _derivation(
     settlement: Any, events: dict[int, Any], rules: Any, rulings: Any = (), players: Sequence[str] = ()
 ) -> dict[str, Any]:
     """The settlement with each win's derivation, in English (the engine's own notes) and in
-    Chinese (``*_zh``: the same numbers in projections/wording.py's words; the engine's Chinese
-    made whole by ``wording.zh_whole``: tiles and seats in Chinese words, as the timeline says them)."""
+    Chinese (``*_zh``: the same numbers in projections/wording.py's words); the engine's texts made
+    whole — ``wording.zh_whole``: tiles and seats in Chinese words, as the timeline says them;
+    ``wording.en_whole``: the rules' Chinese names and tiles in English words)."""
     body: dict[str, Any] = msgspec.to_builtins(settlement)
     for w in body["wins"]:
         ruling = _violation_of(w, rulings)
@@ -269,7 +270,7 @@ def _derivation(
                 "counts_as_win": not not_a_win,
                 "effect": en.format(code=ruling.code),
                 "effect_zh": zh.format(code=ruling.code),
-                "message": ruling.message,
+                "message": wording.en_whole(ruling.message, players),
                 "message_zh": wording.zh_whole(ruling.message_zh, players),
             }
             if not_a_win:
@@ -278,6 +279,7 @@ def _derivation(
                 derivation["cap_zh"] = "不成胡牌牌型：记录在案，不付分"
         w["derivation"] = derivation
     for t in body["transfers"]:
+        t["detail"] = wording.en_whole(t["detail"])
         t["detail_zh"] = wording.zh_whole(t["detail_zh"])
         ev = events.get(t["event"])
         if ev is not None:
@@ -336,7 +338,7 @@ def hand_settlement(
             ruling = exc.ruling
             raise Malformed(
                 f"under these rules the table cannot be folded: event {exc.index + 1} "
-                f"({ruling.code}): {ruling.message}",
+                f"({ruling.code}): {wording.en_whole(ruling.message, state.players)}",
                 field="query." + ("rules" if "preset" in override else next(iter(override))),
                 message_zh=f"按这套规则整桌无法重演：第{exc.index + 1}事件（{ruling.code}）："
                 f"{wording.zh_whole(ruling.message_zh, state.players)}",
@@ -363,8 +365,10 @@ def hand_settlement(
 
 
 def _ruling_out(ruling: Any, players: Sequence[str]) -> dict[str, Any]:
-    """An engine ruling as JSON, its Chinese made whole (``wording.zh_whole``)."""
+    """An engine ruling as JSON, its English and Chinese made whole (``wording.en_whole``,
+    ``wording.zh_whole``)."""
     out: dict[str, Any] = msgspec.to_builtins(ruling)
+    out["message"] = wording.en_whole(ruling.message, players)
     out["message_zh"] = wording.zh_whole(ruling.message_zh, players)
     return out
 

@@ -740,6 +740,14 @@ def test_the_language_switch_redraws_everything(page: Any, desk: Desk) -> None:
     )
     assert page.evaluate("sessionStorage.getItem('kwx.lang')") == "en"
     expect(page.locator("#step")).to_have_attribute("data-at", "12")
+    # every tile drawn is named as the API names it (1 dot, 2 dots, white dragon; "(claimed)" aside)
+    from projections import wording
+
+    named = page.eval_on_selector_all(
+        "svg.tile[data-tile]", "ts => ts.map(t => [t.dataset.tile, t.getAttribute('aria-label')])"
+    )
+    wrong = [(tile, label) for tile, label in named if label.split(" (")[0] != wording.tile(tile, "en")]
+    assert named and not wrong, wrong
 
 
 @pytest.mark.parametrize("size", [(1280, 800), (390, 844)])

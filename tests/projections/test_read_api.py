@@ -463,7 +463,10 @@ def test_a_recorded_violation_is_in_the_audit_and_only_in_its_seats_view(
         "hu",
         2,
     )
-    assert "漏胡" in ruling["message"] and "passed" in ruling["message"]
+    # in whole English (wording.en_whole): the engine's "漏胡 — … 5p" as "missed win — … 5 dots"
+    said = ruling["message"]
+    assert "missed win" in said and "passed" in said and "5 dots" in said
+    assert not re.search(r"[\u4e00-\u9fff]", said), said
     zh = client.get(f"/v1/tables/{table_id}/audit", headers={**support, "Accept-Language": "zh"}).json()
     assert zh["rulings"][0]["message"].startswith("丙（")  # seat words 甲乙丙 (projections/wording.py)
     (lou,) = audit["lou_hu"]

@@ -281,3 +281,73 @@ def test_the_settlements_chinese_derivation_is_whole_chinese_for_every_preset() 
                     assert f"付方{who[0]}" in zh and f"收方{who[1]}" in zh, zh
                 reasons.add(t["reason"] + ("_chain" if "杠上杠" in zh else ""))
     assert reasons >= {"hu", "kong", "kong_chain", "piao", "fee", "exhausted"}, reasons
+
+
+WIRE_TILE = re.compile(r"(?<![A-Za-z0-9_])([1-9]+[ps]|[CFP])(?![A-Za-z0-9_])")
+
+
+def test_the_settlements_english_derivation_is_whole_english_for_every_preset() -> None:
+    """Each transfer's ``detail`` as the settlement route serves it (``read._derivation``: the
+    engine's English made whole by ``wording.en_whole``) says the rules' Chinese names and the
+    tiles in English words (``discard of 8 bamboo, bao hu: …``, ``kong chain``, ``the ma tile``):
+    no Chinese character and no wire tile name left; the numbers are the engine's, all of them, and
+    the rule options' names stay. Simulated tables of every preset, 漂, 买码 and 杠上杠 among them."""
+    from domain.rule_options import OPTIONS
+    from domain.rules import PRESETS
+    from services.api.read import _derivation
+
+    options = {o.name.split(".")[-1] for o in OPTIONS} | {c for o in OPTIONS for c in o.choices}
+    said: set[str] = set()
+    runs = [(preset, seed, None) for preset in PRESETS for seed in range(8)]
+    runs += [("default", seed, {"service_fee": 2}) for seed in range(2)]  # no preset takes a fee
+    for preset, seed, override in runs:
+        final = engine.fold([convert(e) for e in simulated(seed, 3, preset=preset)], rules_override=override)
+        for s in final.settlements:
+            body = _derivation(s, {}, final.rules, final.rulings, final.players)
+            for t, raw in zip(body["transfers"], s.transfers, strict=True):
+                en = t["detail"]
+                assert en == wording.en_whole(raw.detail), en
+                assert not CJK.search(en) and not WIRE_TILE.search(en), en
+                assert sorted(re.findall(r"\d+", en)) == sorted(re.findall(r"\d+", raw.detail)), (
+                    raw.detail,
+                    en,
+                )
+                kept = {w for w in re.findall(r"[a-z_]+", raw.detail) if "_" in w and w in options}
+                assert all(w in en for w in kept), (raw.detail, en)
+                assert en.endswith(f"= {t['amount']}"), en
+                said |= {
+                    w for w in ("bao hu", "kong chain", "the ma tile", "piao", "exhausted wall") if w in en
+                }
+    assert said == {"bao hu", "kong chain", "the ma tile", "piao", "exhausted wall"}, said
+
+
+def test_a_recorded_rulings_english_is_whole_english() -> None:
+    """A rule ruling recorded on a ``violations: "record"`` table, as the reads serve it
+    (``read._ruling_out``, the audit, the timeline: ``wording.en_whole``), says the rules' Chinese
+    names in English (``declared ready``, ``peng``, ``kong``) and the tiles in words, leaves out the
+    seeds' Chinese quoted after the English that says it (an option's name kept: ``(…_triplet)``),
+    and keeps the players' ids and the numbers it does say."""
+    from services.api.read import _ruling_out
+    from tests.projections.helpers import violating
+
+    codes: set[str] = set()
+    for seed in range(400):
+        events, _ = violating(9000 + seed, 3)
+        final = engine.fold([convert(e) for e in events])
+        for ruling in final.rulings:
+            en = _ruling_out(ruling, final.players)["message"]
+            assert en == wording.en_whole(ruling.message, final.players)
+            assert not CJK.search(en) and not WIRE_TILE.search(en), (ruling.message, en)
+            numbers = re.findall(r"\d+", en)
+            raw = re.findall(r"\d+", ruling.message)
+            assert all(numbers.count(n) <= raw.count(n) for n in numbers), (ruling.message, en)
+            assert any(f"({p})" in en for p in final.players), en  # the player it names, by id
+            options = {w for w in re.findall(r"[a-z]+_[a-z_]+", ruling.message)}
+            assert all(w in en for w in options), (ruling.message, en)
+            codes.add(ruling.code)
+    assert {
+        "liang_dao_not_ready",
+        "liang_dao_locked",
+        "not_a_winning_hand",
+        "peng_with_concealed_triplet",
+    } <= codes

@@ -33,7 +33,8 @@ function node(tag, attrs = {}) {
 export function tileName(tile, lang = "zh") {
   if (HONOURS[tile]) return lang === "zh" ? HONOURS[tile][0] : HONOUR_EN[tile];
   const suit = tile.slice(-1);
-  return lang === "zh" ? `${tile[0]}${NAMES_ZH[suit] || suit}` : `${tile[0]} ${NAMES_EN[suit] || suit}`;
+  if (lang === "zh") return `${tile[0]}${NAMES_ZH[suit] || suit}`;
+  return `${tile[0]} ${tile[0] === "1" && suit === "p" ? "dot" : NAMES_EN[suit] || suit}`;  // as the API's: 1 dot, 2 dots
 }
 
 // Compact notation ("12p 23445677s C") to wire names, in order: ["1p","2p","2s",…,"C"].
