@@ -258,32 +258,38 @@ def test_the_settlements_chinese_derivation_is_whole_chinese_for_every_preset() 
     and values of the rule options that decided it (``discarder_pays_double``); the numbers and the
     amount are the engine's. Simulated tables of every preset, 漂, 买码 and 杠上杠 among them."""
     from domain.rule_options import OPTIONS
+
+    allowed = {o.name.split(".")[-1] for o in OPTIONS} | {c for o in OPTIONS for c in o.choices}
+    reasons: set[str] = set()
+    for t, raw in served_transfers():
+        zh = t["detail_zh"]
+        assert zh == wording.zh_whole(raw.detail_zh), zh
+        assert not WIRE_TILE.search(zh) and "号位" not in zh and "座位" not in zh, zh
+        assert set(re.findall(r"[A-Za-z_]+", zh)) <= allowed, zh
+        assert zh.endswith(f"= {t['amount']}"), zh
+        if t["reason"] == "piao":
+            who = (wording.SEAT_ZH[raw.from_], wording.SEAT_ZH[raw.to])  # type: ignore[index]
+            assert f"付方{who[0]}" in zh and f"收方{who[1]}" in zh, zh
+        reasons.add(t["reason"] + ("_chain" if "杠上杠" in zh else ""))
+    assert reasons >= {"hu", "kong", "kong_chain", "piao", "fee", "exhausted"}, reasons
+
+
+WIRE_TILE = re.compile(r"(?<![A-Za-z0-9_])([1-9]+[ps]|[CFP])(?![A-Za-z0-9_])")
+
+
+def served_transfers() -> Any:
+    """Each transfer as the settlement route serves it (``read._derivation``) beside the engine's,
+    over simulated tables of every preset (漂, 买码 and 杠上杠 among them) and two with a fee."""
     from domain.rules import PRESETS
     from services.api.read import _derivation
 
-    allowed = {o.name.split(".")[-1] for o in OPTIONS} | {c for o in OPTIONS for c in o.choices}
-    wire_tile = re.compile(r"(?<![A-Za-z0-9_])([1-9]+[ps]|[CFP])(?![A-Za-z0-9_])")
-    reasons: set[str] = set()
     runs = [(preset, seed, None) for preset in PRESETS for seed in range(8)]
     runs += [("default", seed, {"service_fee": 2}) for seed in range(2)]  # no preset takes a fee
     for preset, seed, override in runs:
         final = engine.fold([convert(e) for e in simulated(seed, 3, preset=preset)], rules_override=override)
         for s in final.settlements:
             body = _derivation(s, {}, final.rules, final.rulings, final.players)
-            for t, raw in zip(body["transfers"], s.transfers, strict=True):
-                zh = t["detail_zh"]
-                assert zh == wording.zh_whole(raw.detail_zh), zh
-                assert not wire_tile.search(zh) and "号位" not in zh and "座位" not in zh, zh
-                assert set(re.findall(r"[A-Za-z_]+", zh)) <= allowed, zh
-                assert zh.endswith(f"= {t['amount']}"), zh
-                if t["reason"] == "piao":
-                    who = (wording.SEAT_ZH[raw.from_], wording.SEAT_ZH[raw.to])  # type: ignore[index]
-                    assert f"付方{who[0]}" in zh and f"收方{who[1]}" in zh, zh
-                reasons.add(t["reason"] + ("_chain" if "杠上杠" in zh else ""))
-    assert reasons >= {"hu", "kong", "kong_chain", "piao", "fee", "exhausted"}, reasons
-
-
-WIRE_TILE = re.compile(r"(?<![A-Za-z0-9_])([1-9]+[ps]|[CFP])(?![A-Za-z0-9_])")
+            yield from zip(body["transfers"], s.transfers, strict=True)
 
 
 def test_the_settlements_english_derivation_is_whole_english_for_every_preset() -> None:
@@ -293,31 +299,18 @@ def test_the_settlements_english_derivation_is_whole_english_for_every_preset() 
     no Chinese character and no wire tile name left; the numbers are the engine's, all of them, and
     the rule options' names stay. Simulated tables of every preset, 漂, 买码 and 杠上杠 among them."""
     from domain.rule_options import OPTIONS
-    from domain.rules import PRESETS
-    from services.api.read import _derivation
 
     options = {o.name.split(".")[-1] for o in OPTIONS} | {c for o in OPTIONS for c in o.choices}
     said: set[str] = set()
-    runs = [(preset, seed, None) for preset in PRESETS for seed in range(8)]
-    runs += [("default", seed, {"service_fee": 2}) for seed in range(2)]  # no preset takes a fee
-    for preset, seed, override in runs:
-        final = engine.fold([convert(e) for e in simulated(seed, 3, preset=preset)], rules_override=override)
-        for s in final.settlements:
-            body = _derivation(s, {}, final.rules, final.rulings, final.players)
-            for t, raw in zip(body["transfers"], s.transfers, strict=True):
-                en = t["detail"]
-                assert en == wording.en_whole(raw.detail), en
-                assert not CJK.search(en) and not WIRE_TILE.search(en), en
-                assert sorted(re.findall(r"\d+", en)) == sorted(re.findall(r"\d+", raw.detail)), (
-                    raw.detail,
-                    en,
-                )
-                kept = {w for w in re.findall(r"[a-z_]+", raw.detail) if "_" in w and w in options}
-                assert all(w in en for w in kept), (raw.detail, en)
-                assert en.endswith(f"= {t['amount']}"), en
-                said |= {
-                    w for w in ("bao hu", "kong chain", "the ma tile", "piao", "exhausted wall") if w in en
-                }
+    for t, raw in served_transfers():
+        en = t["detail"]
+        assert en == wording.en_whole(raw.detail), en
+        assert not CJK.search(en) and not WIRE_TILE.search(en), en
+        assert sorted(re.findall(r"\d+", en)) == sorted(re.findall(r"\d+", raw.detail)), (raw.detail, en)
+        kept = {w for w in re.findall(r"[a-z_]+", raw.detail) if "_" in w and w in options}
+        assert all(w in en for w in kept), (raw.detail, en)
+        assert en.endswith(f"= {t['amount']}"), en
+        said |= {w for w in ("bao hu", "kong chain", "the ma tile", "piao", "exhausted wall") if w in en}
     assert said == {"bao hu", "kong chain", "the ma tile", "piao", "exhausted wall"}, said
 
 
