@@ -86,7 +86,7 @@ def _lou_hu(
         en = (f"seat {x.seat} ({who}) could have won on {tile} from seat {x.source} at event {x.event} "
               f"for ×{x.multiplier} and passed; no discard win from event {x.since} "
               + (f"until their draw at event {x.lifted_by}" if x.lifted_by is not None else "until their next draw")  # noqa: E501
-              + " (漏胡)")  # fmt: skip
+              + " (a missed win)")  # fmt: skip
         zh = (f"{wording.seat(x.seat, players, 'zh')}在第{x.event}事件可胡"
               f"{wording.short_seat(x.source, 'zh')}打出的"
               f"{wording.tile(tile, 'zh')}（{x.multiplier}番）但未胡：漏胡，"

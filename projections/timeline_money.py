@@ -304,7 +304,8 @@ def settlement_lines(h: Hand, lang: str) -> list[dict[str, Any]]:
                     "amount": t.amount,
                     "reason": t.reason,
                     "event": t.event,
-                    "detail": t.detail,
+                    # the settlement's own derivation, in the answer's language, made whole
+                    "detail": w.zh_whole(t.detail_zh) if zh else w.en_whole(t.detail),
                 },
                 "why": reason,
                 "text": text,

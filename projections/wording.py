@@ -191,7 +191,7 @@ def cap(
         else:
             text = f"未超过封顶{rules_cap}番" if zh else f"under cap {rules_cap}"
     if shu_kan:
-        text += f"；封顶后另加数坎{shu_kan}番" if zh else f"; 数坎 +{shu_kan} after the cap"
+        text += f"；封顶后另加数坎{shu_kan}番" if zh else f"; shu kan +{shu_kan} after the cap"
     return text
 
 
@@ -267,6 +267,10 @@ _EN_TERMS = (  # in this order: the longer phrase first
     ("杠", "kong"),
     ("胡", "hu"),
     ("漂", "piao"),
+    ("数坎", "shu kan"),
+    ("四归", "four-in-one"),  # "(pin_dao full, hand ×4 without 四归)"
+    ("筒 (p)", "dots"),  # "every tile is 筒 (p), melds included"
+    ("条 (s)", "bamboo"),
 )
 # a claim as a verb: "may not 碰 5p", "they may 直杠 it", "may not 暗杠 (concealed kong) 7p"
 _EN_VERB = re.compile(
@@ -277,6 +281,8 @@ _EN_NAMED_TILE = re.compile(
     r"([1-9][ps]|[CFP])(?![A-Za-z0-9_])"
 )
 _EN_TILE = re.compile(r"(?<![A-Za-z0-9_])([1-9][ps]|[CFP])(?![A-Za-z0-9_])")
+# a set in notation, as the pages read a hand in English: "555p" → "555 dots", "PPPP" → "white dragon ×4"
+_EN_RUN = re.compile(r"(?<![A-Za-z0-9_])(?:([1-9]{2,})([ps])|([CFP]{2,}))(?![A-Za-z0-9_])")
 _EN_MA = re.compile(r"买码 ([1-9][ps]|[CFP]) (\d+)")  # "payable 2 + 买码 1s 1 = 3": the 1 is the ma tile's
 _CJK = "\u3400-\u9fff\uff00-\uffef\u3000-\u303f"
 # "(no_peng_with_concealed_triplet: 不能碰后再杠)", "(…, nor on the last discard: 摸到最后一张牌…)"
@@ -303,10 +309,19 @@ def en_whole(text: str, players: Sequence[str] = ()) -> str:
     text = _EN_NAMED_TILE.sub(lambda m: f"{_EN_BEFORE_TILE[m[1]]} {tile(m[2], 'en')}", text)
     for zh, en in _EN_TERMS:
         text = text.replace(zh, en)
+    text = _EN_RUN.sub(_en_run, text)
     text = _EN_TILE.sub(lambda m: tile(m[1], "en"), text)
     for mark, p in kept.items():
         text = text.replace(mark, p)
     return text
+
+
+def _en_run(m: re.Match[str]) -> str:
+    if m[1]:
+        return f"{m[1]} {'dots' if m[2] == 'p' else 'bamboo'}"
+    if len(set(m[3])) == 1:
+        return f"{tile(m[3][0], 'en')} ×{len(m[3])}"
+    return ", ".join(tile(c, "en") for c in m[3])
 
 
 def zh_whole(text: str, players: Sequence[str] = ()) -> str:

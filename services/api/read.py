@@ -241,21 +241,21 @@ def _derivation(
     for w in body["wins"]:
         ruling = _violation_of(w, rulings)
         ids = [p["id"] for p in w["patterns"]]
-        product = (
-            " × ".join(str(p["x"]) for p in w["patterns"]) + f" = {w['multiplier']}"
-            if w["patterns"]
-            else "屁胡 ×1"
-        )
+        for p in w["patterns"]:
+            if p.get("detail"):  # the engine's note on the pattern ("the winner had declared 亮倒"), whole
+                p["detail"] = wording.en_whole(p["detail"], players)
+        w["cap_note"] = wording.en_whole(w.get("cap_note", ""))  # "数坎 +1 after the cap: kong PPPP"
+        product = " × ".join(str(p["x"]) for p in w["patterns"]) + f" = {w['multiplier']}"
         derivation: dict[str, Any] = {
             "patterns": [
-                f"{p['id']} ×{p['x']}" + (f" ({p['detail']})" if p.get("detail") else "")
+                wording.pattern(p["id"], p["x"], "en") + (f" ({p['detail']})" if p.get("detail") else "")
                 for p in w["patterns"]
             ],
             "patterns_zh": [wording.pattern(p["id"], p["x"], "zh") for p in w["patterns"]],
             "decomposition": w.get("decomposition", ""),
-            "multiplier": product,
-            "multiplier_zh": product,  # numbers only: the same in both
-            "cap": w.get("cap_note", ""),
+            "multiplier": product if w["patterns"] else wording.patterns([], "en"),
+            "multiplier_zh": product if w["patterns"] else wording.patterns([], "zh"),  # numbers: the same
+            "cap": w["cap_note"],
             "cap_zh": wording.cap(
                 w["multiplier"], w["capped"], w["shu_kan"], ids, rules.cap, rules.cap_exempt, "zh"
             ),
@@ -358,8 +358,10 @@ def hand_settlement(
             else None,
             "rulings": [_ruling_out(r, other.players) for r in other.rulings if r.event <= upto],
             "note": "rule violations under the other rules are recorded, not refused; a hand dealt "
-            "by another seat than their rotation is folded as dealt, a 买码 draw without 买码 draws "
-            "nothing (each in rulings)",
+            "by another seat than their rotation is folded as dealt, a ma tile draw under rules "
+            "without ma tiles draws nothing (each in rulings)",
+            "note_zh": "按另一套规则，违规只记录、不拒绝；不按轮庄发的局照实际发牌重演；"
+            "不买码的规则下，买码摸牌不摸任何牌（每一项都列在裁定中）",
         }
     return _json(body)
 

@@ -132,6 +132,7 @@ class WhatIf(_S):
     net_difference: list[int] | None
     rulings: list[RecordedRuling]  # what the fold under the other rules recorded, up to this hand's end
     note: str
+    note_zh: str
 
 
 class HandSettlementAnswer(_S):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -557,6 +558,15 @@ def test_the_language_switch_redraws_every_text(page: Any, desk: Desk) -> None:
     expect(page.locator("#feed li").first).to_contain_text("Reported")
     assert page.evaluate("document.documentElement.lang") == "en"
     assert shown_stats(page) == before  # the same numbers, other words
+    # no Chinese left in English but the way back (中文): the rules' names as the API's English says
+    # them (it said "Liang dao rate", "Lou hu per hand")
+    expect(page.locator("#by option[value=liang_dao_rate]")).to_have_text("Declared-ready rate")
+    expect(page.locator("#stats-of tr[data-stat=lou_hu_incurred] th")).to_have_text("Missed wins")
+    page.evaluate("document.getElementById('lang').textContent = ''")
+    cjk = "[\u3000-\u9fff\uff00-\uffef]"
+    chinese = [x for x in page.inner_text("#app").splitlines() if re.search(cjk, x)]
+    assert chinese == []
+    page.evaluate("document.getElementById('lang').textContent = '中文'")
     page.reload()
     expect(page.locator("#board-card h2")).to_have_text("Leaderboard")  # the tab keeps the choice
     page.click("#lang")

@@ -721,6 +721,50 @@ def test_a_differing_report_says_each_line_reported_and_computed(page: Any, desk
             expect(page.locator(f"{box} p.reported-net")).to_contain_text(f"+{v}" if v > 0 else str(v))
 
 
+CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+
+
+def chinese_lines(page: Any, selector: str) -> list[str]:
+    """The lines a person reads in ``selector`` that hold a Chinese character (the tiles' faces,
+    drawn in SVG — 中 发 on a dragon — are pictures, not words: left out)."""
+    faces = "d => document.querySelectorAll('svg').forEach(s => { s.style.display = d })"
+    page.evaluate(faces, "none")
+    text = page.inner_text(selector)
+    page.evaluate(faces, "")
+    return [x for x in text.splitlines() if CJK.search(x)]
+
+
+def test_an_english_page_says_no_chinese(page: Any, desk: Desk) -> None:
+    """In English, every hand's end of the kong table (亮倒 and 包胡 wins, a kong chain, a
+    differing report) — the board, the audit panel with its settlement, derivation, transfers and
+    a what-if, the event list, the jumps — and a dispute report hold no Chinese character: the
+    rules' Chinese names are said as the API's English says them (declared ready, missed win, bao
+    hu, the ma tile). It said "declared ready (亮倒)", "the winner had declared 亮倒", "屁胡 ×1" as
+    the English product of a plain win and "liang dao" on a jump."""
+    table = KONG_TABLE
+    hands = desk.api(f"/v1/tables/{table}/hands")["hands"]
+    open_at(page, desk, table, hands[0]["last_event"])
+    page.click("#lang")
+    expect(page.locator("#lang")).to_have_text("中文")  # the one Chinese word: the way back
+    page.evaluate("document.getElementById('lang').textContent = ''")
+    expect(page.locator(".jump [data-i18n=j_liang_dao]")).to_have_text("declared ready")
+    said: set[str] = set()
+    for h in hands:
+        page.fill("#jump-at", str(h["last_event"]))
+        page.click("#jump-form button[type=submit]")
+        expect(page.locator("#step")).to_have_attribute("data-at", str(h["last_event"]))
+        if h["end"] == "hu":
+            settled = desk.api(f"/v1/tables/{table}/hands/{h['hand']}/settlement")["settlement"]
+            expect(page.locator("#settlement .derivation")).to_have_count(len(settled["wins"]))
+            expect(page.locator("#settlement .whatif-net")).to_be_visible()
+        assert chinese_lines(page, "#viewer") == [], h
+        said |= {w for w in ("declared ready", "bao hu", "kong chain") if w in page.inner_text("#viewer")}
+    assert said == {"declared ready", "bao hu", "kong chain"}, said
+    page.click("#report-btn")
+    expect(page.locator("#report table.events td.hash").first).to_be_visible()
+    assert chinese_lines(page, "#report") == []
+
+
 def test_the_language_switch_redraws_everything(page: Any, desk: Desk) -> None:
     table = LOU_HU_TABLE
     open_at(page, desk, table, 12)

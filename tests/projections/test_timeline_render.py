@@ -141,6 +141,12 @@ def check_every_hand(events: list[Event]) -> None:
                 (t.from_, t.to, t.amount) for t in s.transfers
             ]
             assert zh["lines"][-1]["net"] == list(s.net)
+            # each transfer's derivation in the answer's language, made whole as the settlement route's
+            en_transfers = [x["transfer"] for x in en["lines"] if x["kind"] == "transfer"]
+            for t, z, e in zip(s.transfers, transfers, en_transfers, strict=True):
+                assert z["detail"] == wording.zh_whole(t.detail_zh)
+                assert e["detail"] == wording.en_whole(t.detail)
+                assert not CJK.search(e["detail"]), e["detail"]
 
 
 def test_liang_dao_lines_give_the_engine_waits() -> None:
@@ -176,6 +182,17 @@ def test_words() -> None:
     from domain.rulings import ALL_CODES
 
     assert set(wording.CODES) >= ALL_CODES  # every ruling code has its words
+    # the engine's notes on a win, in whole English: its sets as the pages read a hand, its rules' names
+    assert wording.en_whole("under cap 8; 数坎 +2 after the cap: triplet 555p, kong PPPP") == (
+        "under cap 8; shu kan +2 after the cap: triplet 555 dots, kong white dragon ×4"
+    )
+    assert wording.en_whole("every tile is 条 (s), melds included") == "every tile is bamboo, melds included"
+    assert wording.en_whole("(pin_dao full, hand ×4 without 四归)") == (
+        "(pin_dao full, hand ×4 without four-in-one)"
+    )
+    assert wording.en_whole("triplets or kongs of C and F, pair PP") == (
+        "triplets or kongs of red dragon and green dragon, pair white dragon ×2"
+    )
 
 
 # (concealed, win, self-draw): 双龙七对, 三龙七对, 屁胡, 碰碰胡 with 4 concealed triplets, 卡五星, 清一色
@@ -201,7 +218,8 @@ def _cap_words(win: Any, rules: Any, lang: str) -> str:
 
 
 def _same_as_the_engines_note(mine: str, note: str, shu_kan: int) -> bool:
-    # the engine's note ends, after a 数坎, with which sets gave it (English only)
+    # the engine's note, made whole (its 数坎 is "shu kan"), ends after a 数坎 with which sets gave it
+    note = wording.en_whole(note)
     return note == mine or (shu_kan > 0 and note.startswith(mine + ":"))
 
 
@@ -277,19 +295,54 @@ def test_the_settlements_chinese_derivation_is_whole_chinese_for_every_preset() 
 WIRE_TILE = re.compile(r"(?<![A-Za-z0-9_])([1-9]+[ps]|[CFP])(?![A-Za-z0-9_])")
 
 
-def served_transfers() -> Any:
-    """Each transfer as the settlement route serves it (``read._derivation``) beside the engine's,
+def served_settlements() -> Any:
+    """Each settlement as the settlement route serves it (``read._derivation``) beside the engine's,
     over simulated tables of every preset (漂, 买码 and 杠上杠 among them) and two with a fee."""
     from domain.rules import PRESETS
     from services.api.read import _derivation
 
     runs = [(preset, seed, None) for preset in PRESETS for seed in range(8)]
     runs += [("default", seed, {"service_fee": 2}) for seed in range(2)]  # no preset takes a fee
+    runs += [("default", seed, {"pin_dao": "full", "shu_kan": True}) for seed in range(6)]  # 四归, 数坎
     for preset, seed, override in runs:
         final = engine.fold([convert(e) for e in simulated(seed, 3, preset=preset)], rules_override=override)
         for s in final.settlements:
-            body = _derivation(s, {}, final.rules, final.rulings, final.players)
-            yield from zip(body["transfers"], s.transfers, strict=True)
+            yield _derivation(s, {}, final.rules, final.rulings, final.players), s
+
+
+def served_transfers() -> Any:
+    """Each transfer as the settlement route serves it beside the engine's (``served_settlements``)."""
+    for body, s in served_settlements():
+        yield from zip(body["transfers"], s.transfers, strict=True)
+
+
+def test_a_wins_english_derivation_is_whole_english_for_every_preset() -> None:
+    """Each win as the settlement route serves it says its patterns in English as ``patterns_zh``
+    says them in Chinese — by name with the factor (``declared ready ×2``), then the engine's note
+    made whole (``the winner had declared ready``, not ``… 亮倒``) — and a plain win's product as
+    ``plain win ×1`` (``屁胡 ×1`` only in ``multiplier_zh``): no Chinese in an English field."""
+    plain = named = 0
+    said: set[str] = set()
+    for body, s in served_settlements():
+        for w, raw in zip(body["wins"], s.wins, strict=True):
+            d = w["derivation"]
+            lines = zip(w["patterns"], d["patterns"], d["patterns_zh"], raw.patterns, strict=True)
+            for p, line, zh, hit in lines:
+                assert p["detail"] == wording.en_whole(hit.detail), p
+                note = f" ({p['detail']})" if p["detail"] else ""
+                assert line == wording.pattern(p["id"], p["x"], "en") + note
+                assert zh == wording.pattern(p["id"], p["x"], "zh")
+                named += 1
+                said |= {w for w in ("declared ready", "four-in-one", "dots", "bamboo") if w in p["detail"]}
+            if "shu kan" in d["cap"]:
+                said.add("shu kan")
+            for text in (*d["patterns"], d["multiplier"], d["cap"], *(p["detail"] for p in w["patterns"])):
+                assert not CJK.search(text), (text, raw)
+            if not raw.patterns and (d["violation"] is None or d["violation"]["counts_as_win"]):
+                assert (d["multiplier"], d["multiplier_zh"]) == ("plain win ×1", "屁胡 ×1")
+                plain += 1
+    assert plain > 0 and named > 0, (plain, named)
+    assert said >= {"declared ready", "dots", "bamboo", "shu kan"}, said
 
 
 def test_the_settlements_english_derivation_is_whole_english_for_every_preset() -> None:

@@ -162,7 +162,7 @@ function drawSeat(seat, hs, st) {
   box.append(ready);
   if (ld) {
     const hidden = Array.isArray(ld.hidden) ? ld.hidden.length : ld.hidden;
-    box.append(el("div", { class: "liang-dao" }, el("span", { class: "badge ld", text: "亮倒" }),
+    box.append(el("div", { class: "liang-dao" }, el("span", { class: "badge ld", text: t("f_liang_dao") }),
       ` ${t("liang_dao_on")}`, tiles(ld.waits, { small: true }), hidden ? ` · ${t("hidden_kept", hidden)}` : ""));
   }
   if (seat.lou_hu) {
