@@ -545,6 +545,8 @@ def test_the_language_switch_redraws_every_text(page: Any, desk: Desk) -> None:
     expect(page.locator("#board-card h2")).to_have_text("排行榜")
     expect(page.locator("#board-table th[data-sort=net_coins]")).to_contain_text("净输赢")
     expect(page.locator("#stats-of tr[data-stat=wins] th")).to_have_text("胡牌")
+    expect(page.locator("#preset option[value=xiangyang]")).to_have_text("襄阳")
+    expect(page.locator("#stats-of th[data-block=default]")).to_have_text("默认规则")
     before = shown_stats(page)
     page.click("#lang")
     expect(page.locator("#board-card h2")).to_have_text("Leaderboard")
@@ -553,6 +555,7 @@ def test_the_language_switch_redraws_every_text(page: Any, desk: Desk) -> None:
     expect(page.locator("#board-table th[data-sort=net_coins]")).to_contain_text("Net coins")
     expect(page.locator("#stats-of tr[data-stat=wins] th")).to_have_text("Wins")
     expect(page.locator("#by option[value=win_rate]")).to_have_text("Win rate")
+    expect(page.locator("#preset option[value=xiangyang]")).to_have_text("Xiangyang")  # by its town's name
     expect(page.locator("#lang")).to_have_text("中文")
     expect(page.locator("svg.chart text.axis-label").first).to_have_text("Balance")
     expect(page.locator("#feed li").first).to_contain_text("Reported")

@@ -151,6 +151,79 @@ def test_the_search_says_each_flag_in_the_pages_language(page: Any, desk: Desk) 
     expect(page.locator("#hand-no")).to_have_text(f"第{hands[0]['hand']}局")  # the board's, opened at hand 1
 
 
+# RULES.md §10: each preset by its town (or what it is), the wire id kept in value and title
+PRESET_NAMES = {
+    "zh": {"default": "默认规则", "xiangyang": "襄阳", "shiyan": "十堰", "xiaogan": "孝感", "yunmeng": "云梦",
+           "uncapped": "不封顶", "platform_3d": "3D平台"},
+    "en": {"default": "default", "xiangyang": "Xiangyang", "shiyan": "Shiyan", "xiaogan": "Xiaogan",
+           "yunmeng": "Yunmeng", "uncapped": "uncapped", "platform_3d": "3D platform"},
+}  # fmt: skip
+
+
+def test_a_preset_is_said_by_its_towns_name(page: Any, desk: Desk) -> None:
+    """The search's preset choice, the results' preset column, the open table's title and the
+    what-if's choice say a preset by name in the page's language (they said the wire id,
+    ``xiangyang``, on a Chinese page), the id in each option's value and title; a language switch
+    says them again."""
+    tables = desk.api("/v1/tables")["tables"]
+    table = tables[0]
+    last = desk.api(f"/v1/tables/{table['table_id']}/hands")["hands"][0]["last_event"]
+    open_at(page, desk, table["table_id"], last)
+    expect(page.locator("#settlement #whatif-preset")).to_be_visible()
+    for lang in ("zh", "en"):
+        if lang == "en":
+            page.click("#lang")
+            expect(page.locator("#lang")).to_have_text("中文")
+        names = PRESET_NAMES[lang]
+        expect(page.locator("#whatif-preset option[value=xiangyang]")).to_have_text(
+            names["xiangyang"]
+        )  # redrawn
+        shown = page.eval_on_selector_all(
+            "#search-form select[name=preset] option", "os => os.map(o => [o.value, o.title, o.textContent])"
+        )
+        assert [(v, text) for v, title, text in shown if v] == list(names.items())
+        assert all(title == v for v, title, _ in shown if v)
+        whatif = page.eval_on_selector_all(
+            "#whatif-preset option", "os => os.map(o => [o.value, o.textContent])"
+        )
+        assert [tuple(x) for x in whatif] == list(names.items())
+        expect(page.locator("#table-title .preset")).to_have_text(names[table["preset"]])
+        for x in tables:
+            cell = page.locator(f"#results-body tr[data-table='{x['table_id']}'] td[data-preset]")
+            expect(cell).to_have_text(names[x["preset"]])
+
+
+def test_a_language_switch_while_a_table_opens_keeps_where_it_was_going(page: Any, desk: Desk) -> None:
+    """A switch of language while the table's first state read is still on its way goes where the
+    page was going: it went to event 1 (the switch stepped to the event before the first one,
+    whose answer then replaced the first step's as the later one) and the board said 第0局."""
+    page.goto(desk.base + "/replay")
+    sign_in(page, desk)
+    table = KONG_TABLE
+    first = desk.api(f"/v1/tables/{table}/hands")["hands"][0]["first_event"]
+    held: list[Any] = []
+    reads = re.compile(r"/v1/tables/[^/]+/state\?")
+
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    page.route(reads, hold)
+    page.click(f"#results-body tr[data-table='{table}'] button")
+    expect(page.locator("#hands button").first).to_be_visible()
+    page.click("#lang")  # while the first step's state read is held
+    expect(page.locator("#lang")).to_have_text("中文")
+    for _ in range(200):  # both reads asked (each is held until both are)
+        if len(held) >= 2:
+            break
+        page.wait_for_timeout(25)
+    assert len(held) == 2, held
+    for route in held:
+        route.continue_()
+    page.unroute(reads, hold)
+    expect(page.locator("#step")).to_have_attribute("data-at", str(first))
+    expect(page.locator("#hand-no")).to_have_text("Hand 1")
+
+
 def test_signing_out_of_the_replay_forgets_the_key(page: Any, desk: Desk) -> None:
     open_at(page, desk, KONG_TABLE, 5)
     assert page.evaluate("sessionStorage.getItem('kwx.key')") == desk.keys["support"]

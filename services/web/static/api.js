@@ -18,6 +18,18 @@ export function seatWord(seat, language = lang()) {
   return language === "zh" && SEAT_ZH[seat] !== undefined ? SEAT_ZH[seat] : String(seat);
 }
 
+// A house-rule preset by its town's name (RULES.md §10: 襄阳, 十堰 …), the wire id kept in `value`
+// and `title` for an agent matching a platform's setting; an id this page does not know: the id.
+const PRESET_NAMES = {
+  default: ["默认规则", "default"], xiangyang: ["襄阳", "Xiangyang"], shiyan: ["十堰", "Shiyan"],
+  xiaogan: ["孝感", "Xiaogan"], yunmeng: ["云梦", "Yunmeng"], uncapped: ["不封顶", "uncapped"],
+  platform_3d: ["3D平台", "3D platform"],
+};
+export function presetName(id, language = lang()) {
+  const names = PRESET_NAMES[id];
+  return names ? names[language === "zh" ? 0 : 1] : String(id);
+}
+
 // kwx's own words for what the API refused, in the page's language where the page has them: a read
 // model this deployment does not keep (501 not_kept, KWX_READ_MODELS) is its operator's choice.
 function said(status, body) {

@@ -2,7 +2,7 @@
 // the discrepancies feed, all read from kwx's own API with the signed-in key. What it shows is in
 // the URL (?player=&by=&order=&preset=&since=&until=&min_hands=&offset=&limit=), so a link reopens it.
 "use strict";
-import { wireSignIn, signOut, el, get, lang, setLang, seatWord, ApiError } from "/static/api.js";
+import { wireSignIn, signOut, el, get, lang, setLang, seatWord, presetName, ApiError } from "/static/api.js";
 import { lineChart } from "/static/chart.js";
 import { t, statLabel, statOf, fmt, STAT_KEYS, PRESETS } from "/static/dash-i18n.js";
 
@@ -68,7 +68,7 @@ function texts() {
   };
   fill($("by"), STAT_KEYS.map((k) => [k, statLabel(L, k)]), p.by);
   fill($("order"), [["desc", t(L, "desc")], ["asc", t(L, "asc")]], p.order);
-  fill($("preset"), [["", t(L, "any")], ...PRESETS.map((x) => [x, x])], p.preset);
+  fill($("preset"), [["", t(L, "any")], ...PRESETS.map((x) => [x, presetName(x, L)])], p.preset);
   const sizes = PER_PAGE.map(String);
   if (!sizes.includes(p.limit)) sizes.unshift(p.limit);  // a link's own page size (?limit=)
   fill($("limit"), sizes.map((n) => [n, n]), p.limit);
@@ -104,7 +104,7 @@ async function showPlayer() {
 function statsTable(stats) {
   const L = lang();
   const blocks = [["overall", t(L, "overall"), stats.overall],
-                  ...Object.keys(stats.presets).sort().map((p) => [p, p, stats.presets[p]])];
+                  ...Object.keys(stats.presets).sort().map((p) => [p, presetName(p, L), stats.presets[p]])];
   const head = el("tr", {}, el("th", { text: "" }), ...blocks.map(([k, label]) => el("th", { "data-block": k, text: label })));
   const rows = STAT_KEYS.map((key) => el("tr", { "data-stat": key },
     el("th", { scope: "row", text: statLabel(L, key) }),

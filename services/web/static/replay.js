@@ -2,7 +2,7 @@
 // Each step is one GET …/state?at=N (as the chosen seat saw it); a hand's timeline, report (chain
 // hashes) and settlement are read once per hand and language.
 "use strict";
-import { wireSignIn, el, get, lang, setLang, signOut, seatWord } from "/static/api.js";
+import { wireSignIn, el, get, lang, setLang, signOut, seatWord, presetName } from "/static/api.js";
 import { tileSvg, tileName, expand, readingGroups, readingText } from "/static/tiles.js";
 import { t } from "/static/replay-i18n.js";
 
@@ -415,7 +415,7 @@ function settlementSection(real, other) {
   if (!rep || !rep.length) sec.append(p(t("no_report"), "muted"));
   for (const r of rep || []) sec.append(...reportedSaid(r));
   const pick = el("select", { id: "whatif-preset" });
-  for (const x of PRESETS) pick.append(el("option", { value: x, text: x, selected: x === S.whatIf }));
+  for (const x of PRESETS) pick.append(el("option", { value: x, title: x, text: presetName(x), selected: x === S.whatIf }));
   pick.addEventListener("change", () => { S.whatIf = pick.value; drawAudit(); });
   sec.append(el("h4", {}, `${t("whatif")} `, pick));
   if (other.refused) {
@@ -527,7 +527,8 @@ async function openTable(id, { at = null, hand = null, seat = null, hash = null 
   S.seat = seat === null || seat === "" || seat === undefined ? null : Number(seat);
   S.focus = S.seat ?? 0;
   $("seat").value = S.seat === null ? "" : String(S.seat);
-  $("table-title").textContent = `${id} · ${(body.table.players || []).join(" / ")} · ${body.table.preset}`;
+  $("table-title").replaceChildren(`${id} · ${(body.table.players || []).join(" / ")} · `,
+    el("span", { class: "preset", "data-preset": body.table.preset, title: body.table.preset, text: presetName(body.table.preset) }));
   const hl = $("hands");
   hl.replaceChildren();
   for (const h of body.hands) {
@@ -567,7 +568,7 @@ async function search(more = false) {
   for (const x of page.tables) {
     body.append(el("tr", { "data-table": x.table_id },
       el("td", {}, el("button", { type: "button", class: "link", text: x.table_id, onclick: () => openTable(x.table_id) })),
-      el("td", { text: x.players.join(", ") }), el("td", { text: x.preset }), el("td", { text: x.hands }),
+      el("td", { text: x.players.join(", ") }), el("td", { "data-preset": x.preset, text: presetName(x.preset) }), el("td", { text: x.hands }),
       el("td", { text: x.first_at }), el("td", { class: "flag-words" }, ...flagWords(x.flags || []))));
   }
   if (!more && !page.tables.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted", text: t("no_tables") })));
@@ -594,7 +595,7 @@ function handTitle(b) {
 function build() {
   const view = $("view");
   const presetSel = el("select", { name: "preset" }, el("option", { value: "", "data-i18n": "any", text: t("any") }));
-  for (const x of PRESETS) presetSel.append(el("option", { value: x, text: x }));
+  for (const x of PRESETS) presetSel.append(el("option", { value: x, title: x, text: presetName(x) }));
   const flags = el("span", { class: "flags" }, L("has"));
   for (const x of FLAGS) flags.append(el("label", {}, el("input", { type: "checkbox", name: "has", value: x }), " ", L(`f_${x}`)));
   const form = el("form", { id: "search-form", class: "row" },
@@ -662,6 +663,8 @@ function toggleHelp(show) { const h = $("help"); h.hidden = show === undefined ?
 function relabel() {
   for (const n of document.querySelectorAll("[data-i18n]")) n.textContent = t(n.dataset.i18n);
   for (const o of document.querySelectorAll("#seat option")) if (o.value !== "") o.textContent = t("seat_opt", seatWord(Number(o.value)), o.value);
+  for (const o of document.querySelectorAll("#search-form select[name=preset] option")) if (o.value !== "") o.textContent = presetName(o.value);
+  for (const n of document.querySelectorAll("[data-preset]")) n.textContent = presetName(n.dataset.preset);
   $("lang").textContent = t("lang");
   document.documentElement.lang = lang();
 }
@@ -672,7 +675,7 @@ async function switchLang() {
     for (const b of document.querySelectorAll("#hands button")) {
       handLabel(b);
     }
-    await go(S.at);
+    await go(cur());  // where the page is going: a first step still on its way is not undone
     if (!$("report").hidden) await showReport();
   }
 }
