@@ -40,7 +40,10 @@ class Hub:
     def acquire(self) -> None:
         with self._lock:
             if self.open >= self.limit:
-                raise Unavailable(f"too many open feeds in this process (KWX_FEED_MAX={self.limit}); retry")
+                raise Unavailable(
+                    f"too many open feeds in this process (KWX_FEED_MAX={self.limit}); retry",
+                    message_zh=f"本进程打开的实时推送太多（KWX_FEED_MAX={self.limit}），请重试",
+                )
             self.open += 1
             metrics.FEEDS_OPEN.inc()
             if self._thread is None:

@@ -30,9 +30,9 @@ def retry_after(status: int, body: dict[str, Any]) -> tuple[bytes, bytes] | None
     return None
 
 
-def _unavailable(message: str) -> tuple[int, dict[str, Any]]:
+def _unavailable(message: str, message_zh: str) -> tuple[int, dict[str, Any]]:
     structlog.contextvars.bind_contextvars(outcome="unavailable", message=message)
-    return 503, {"error": "unavailable", "message": message}
+    return 503, {"error": "unavailable", "message": message, "message_zh": message_zh}
 
 
 def error_answer(exc: Exception) -> tuple[int, dict[str, Any]]:
@@ -44,6 +44,7 @@ def error_answer(exc: Exception) -> tuple[int, dict[str, Any]]:
     found = fault(exc)  # a database fault (services/store/faults.py: the driver's errors, translated)
     if found is not None:
         log.warning(found.event, **found.details)
-        return _unavailable(found.message)
+        return _unavailable(found.message, found.message_zh)
     log.error("unexpected_error", exc_info=exc)
-    return 500, {"error": "internal", "message": "internal error; see the service log"}
+    return 500, {"error": "internal", "message": "internal error; see the service log",
+                 "message_zh": "服务内部错误：请查看服务日志"}  # fmt: skip

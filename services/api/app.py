@@ -15,7 +15,7 @@ import asyncio
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -155,7 +155,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         first = exc.errors()[0] if exc.errors() else {}
         where = _field_name(tuple(first.get("loc", ())))
         body = {"error": "malformed", "message": f"{first.get('msg', 'invalid input')} - at `{where}`",
-                "field": where}  # fmt: skip
+                "field": where, "message_zh": f"{where}：{invalid_zh(first)}"}  # fmt: skip
         return _error(422, body)
 
     @app.exception_handler(StarletteHTTPException)
@@ -166,8 +166,49 @@ def _install_error_handlers(app: FastAPI) -> None:
             exc.status_code, str(exc.detail)
         )
         headers = getattr(exc, "headers", None)  # 405 carries Allow
-        body = {"error": codes.get(exc.status_code, "http_error"), "message": message}
+        message_zh = {404: f"没有这个路由：{where}", 405: f"这个路由不接受此方法：{where}"}.get(
+            exc.status_code, f"HTTP {exc.status_code}"
+        )
+        body = {
+            "error": codes.get(exc.status_code, "http_error"),
+            "message": message,
+            "message_zh": message_zh,
+        }
         return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+_INVALID_ZH = {  # pydantic's error types, as a Chinese reader is told them; ctx fills the numbers
+    "missing": "缺少这一项",
+    "greater_than_equal": "应不小于 {ge}",
+    "greater_than": "应大于 {gt}",
+    "less_than_equal": "应不大于 {le}",
+    "less_than": "应小于 {lt}",
+    "int_parsing": "应为整数",
+    "int_from_float": "应为整数",
+    "float_parsing": "应为数字",
+    "bool_parsing": "应为 true 或 false",
+    "literal_error": "应为以下之一：{expected}",
+    "enum": "应为以下之一：{expected}",
+    "string_too_long": "最多 {max_length} 个字符",
+    "string_too_short": "至少 {min_length} 个字符",
+    "string_type": "应为字符串",
+    "string_pattern_mismatch": "格式不对（应符合 {pattern}）",
+    "too_long": "最多 {max_length} 项",
+    "json_invalid": "不是合法的 JSON",
+}
+
+
+def invalid_zh(error: Mapping[str, Any]) -> str:
+    """What is wrong with one input, in Chinese (the request's ``message`` says it in pydantic's
+    English): its type's words with the limits it names, or a plain 不符合要求."""
+    words = _INVALID_ZH.get(str(error.get("type", "")))
+    if words is None:
+        return "不符合要求"
+    ctx = {k: str(v).replace(" or ", " 或 ") for k, v in (error.get("ctx") or {}).items()}  # 'zh' or 'en'
+    try:
+        return words.format(**ctx)
+    except (KeyError, IndexError):
+        return "不符合要求"
 
 
 def _field_name(loc: tuple[Any, ...]) -> str:

@@ -68,13 +68,16 @@ async def principal_of(container: Container, authorization: str | None) -> Princ
     scheme, _, key = (authorization or "").partition(" ")
     key = key.strip()
     if scheme.lower() != "bearer" or not key:
-        raise Unauthorized("send Authorization: Bearer <key> (kwx keys create)")
+        raise Unauthorized(
+            "send Authorization: Bearer <key> (kwx keys create)",
+            message_zh="请在 Authorization 头中发送 Bearer <密钥>（用 kwx keys create 创建）",
+        )
     keys = container.keys
     known, principal = keys.cached(key)  # no thread hop for a cached key
     if not known:
         principal = await run_in_threadpool(keys.authenticate, key)
     if principal is None:
-        raise Unauthorized("unknown or revoked API key")
+        raise Unauthorized("unknown or revoked API key", message_zh="密钥无效：不存在或已被吊销")
     limits = limits_of(container)  # 429 rate_limited (services/api/ratelimit.py); None: off
     if limits is not None:
         if limits.local:
@@ -86,7 +89,8 @@ async def principal_of(container: Container, authorization: str | None) -> Princ
 
 def check_table_id(table_id: str) -> str:
     if not TABLE_ID_RE.match(table_id):
-        raise InvalidTableId("table_id: 1–64 characters of A-Za-z0-9_-", field="path.table_id")
+        raise InvalidTableId("table_id: 1–64 characters of A-Za-z0-9_-", field="path.table_id",
+                             message_zh="table_id：1–64 个字符，只能是 A-Za-z0-9_-")  # fmt: skip
     return table_id
 
 
@@ -105,7 +109,8 @@ def require_role(principal: Principal, *roles: str) -> None:
 def check_player_id(player_id: str) -> str:
     """A player id as events carry it (1–64 characters, no NUL): anything else can have no stats."""
     if not 1 <= len(player_id) <= 64 or "\x00" in player_id:
-        raise Malformed("player_id: 1–64 characters, no NUL", field="path.player_id")
+        raise Malformed("player_id: 1–64 characters, no NUL", field="path.player_id",
+                        message_zh="player_id：1–64 个字符，不能含 NUL")  # fmt: skip
     return player_id
 
 
@@ -113,7 +118,8 @@ def check_preset(preset: str | None) -> str | None:
     """``?preset=``: one of the presets of RULES.md (an unknown name is a typo, not an empty answer)."""
     if preset is not None and preset not in PRESETS:
         known = ", ".join(PRESETS)
-        raise Malformed(f"unknown preset {preset[:64]!r}: expected one of {known}", field="query.preset")
+        raise Malformed(f"unknown preset {preset[:64]!r}: expected one of {known}", field="query.preset",
+                        message_zh=f"没有这个规则预设 {preset[:64]!r}：可选 {known}")  # fmt: skip
     return preset
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import msgspec
@@ -125,14 +125,21 @@ def decode_cursor(cursor: str | None) -> int:
     m = _CURSOR_RE.match(text) if len(cursor) <= 40 else None
     if m is None or int(m.group(1)) > MAX_BIGINT:
         raise Malformed(
-            "cursor: not one this API returned (pass next_cursor as it came)", field="query.cursor"
+            "cursor: not one this API returned (pass next_cursor as it came)",
+            field="query.cursor",
+            message_zh="cursor 不是本接口给出的：请原样传回 next_cursor",
         )
     return int(m.group(1))
 
 
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def parse_time(value: str | None, field: str) -> datetime | None:
-    """``since`` / ``until``: an RFC 3339 date-time (``2026-11-30T08:00:00+08:00``) or a date
-    (``2026-11-30``: 00:00 UTC)."""
+    """``since`` / ``until``: an RFC 3339 date-time (``2026-11-30T08:00:00+08:00``) or a UTC day
+    (``2026-11-30``), which is the whole day as the leaderboard's days are: ``since`` from its
+    00:00, ``until`` through its last microsecond (it was 00:00 for both, so ``until`` a day left
+    that day out, and a date picker's "until today" found nothing of today)."""
     if value is None:
         return None
     text = value.strip().upper().replace("Z", "+00:00")
@@ -142,8 +149,12 @@ def parse_time(value: str | None, field: str) -> datetime | None:
         t = datetime.fromisoformat(text)
     except ValueError:
         raise Malformed(
-            f"{field}: not a date or RFC 3339 date-time (got {value[:40]!r})", field=f"query.{field}"
+            f"{field}: not a date or RFC 3339 date-time (got {value[:40]!r})",
+            field=f"query.{field}",
+            message_zh=f"{field} 不是日期（YYYY-MM-DD）或 RFC 3339 时间：收到 {value[:40]!r}",
         ) from None
+    if field == "until" and _DAY.fullmatch(text):
+        t += timedelta(days=1, microseconds=-1)
     return (t if t.tzinfo is not None else t.replace(tzinfo=UTC)).astimezone(UTC)
 
 
@@ -153,7 +164,9 @@ def has_mask(has: list[str]) -> int:
         for name in item.split(","):
             if name not in FLAGS:
                 raise Malformed(
-                    f"has: unknown flag {name[:40]!r}: expected any of {', '.join(FLAGS)}", field="query.has"
+                    f"has: unknown flag {name[:40]!r}: expected any of {', '.join(FLAGS)}",
+                    field="query.has",
+                    message_zh=f"has 中没有这个标记 {name[:40]!r}：可选 {', '.join(FLAGS)}",
                 )
             mask |= FLAGS[name]
     return mask
@@ -163,7 +176,10 @@ _Has = Annotated[
     list[str],
     Query(description=f"flags every listed table has (repeat or comma-separate): {', '.join(FLAGS)}"),
 ]
-_Time = Query(description="RFC 3339 date-time or YYYY-MM-DD (00:00 UTC): the hands' times (events' at)")
+_Time = Query(
+    description="RFC 3339 date-time or a UTC day YYYY-MM-DD (the whole day: since from its 00:00, until "
+    "through its end): the hands' times (events' at)"
+)
 _Limit = Annotated[int, Query(ge=1, le=200)]
 
 
@@ -174,7 +190,8 @@ def _page(
     preset = check_preset(preset)
     s, u = parse_time(since, "since"), parse_time(until, "until")
     if s is not None and u is not None and s > u:
-        raise Malformed(f"since {since} is after until {until}: an empty period", field="query.since")
+        raise Malformed(f"since {since} is after until {until}: an empty period", field="query.since",
+                        message_zh=f"起始 {since} 晚于截止 {until}：这段时间是空的")  # fmt: skip
     mask, before = has_mask(has), decode_cursor(cursor)
 
     def query(conn: Any) -> Any:
@@ -201,7 +218,8 @@ def list_tables(
     """The tenant's tables newest first (in the order kwx learned them), filtered."""
     require_role(principal, *_ROLES)
     if player is not None and (not player or "\x00" in player):
-        raise Malformed("player: 1–64 characters, no NUL", field="query.player")
+        raise Malformed("player: 1–64 characters, no NUL", field="query.player",
+                        message_zh="player：1–64 个字符，不能含 NUL")  # fmt: skip
     return _page(container, principal.tenant, player, preset, since, until, has, cursor, limit)
 
 
@@ -247,5 +265,5 @@ def table_hands(
         ),
     )
     if table is None:
-        raise NotFound(f"no table {table_id!r} with hands")
+        raise NotFound(f"no table {table_id!r} with hands", message_zh=f"没有这张牌桌：{table_id}")
     return _json({"table": table, "hands": items, "next_after": next_after})

@@ -136,7 +136,9 @@ def hand_export(
     def build(src: Source) -> Response:
         found = chain_reads.hand_range(src.pool, tenant, table_id, hand, head.version)
         if found is None:
-            raise NotFound(f"table {table_id!r} has no hand {hand}")
+            raise NotFound(
+                f"table {table_id!r} has no hand {hand}", message_zh=f"牌桌 {table_id} 没有第{hand}局"
+            )
         first, last = found
         previous = chain_reads.hash_before(src.pool, tenant, table_id, first)
         last_hash = chain_reads.hash_before(src.pool, tenant, table_id, last + 1)
@@ -229,7 +231,7 @@ def _report(src: Source, table_id: str, hand: int, head: Any, tenant: str, langu
     # after its last event (a settlement_reported may come after the next hand started) read apart.
     got = hand_events(src, tenant, table_id, hand, head.version)
     if got.first is None:
-        raise NotFound(f"table {table_id!r} has no hand {hand}")
+        raise NotFound(f"table {table_id!r} has no hand {hand}", message_zh=f"牌桌 {table_id} 没有第{hand}局")
     first, last = got.first, got.last
     late: list[Any] = []
     if last < head.version:

@@ -103,6 +103,7 @@ def _cursor(after: int | None, last_event_id: str | None) -> int:
             raise Malformed(
                 "Last-Event-ID: the seq of the last entry received (an integer ≥ 0)",
                 field="header.last-event-id",
+                message_zh="Last-Event-ID 应为最后收到的条目序号（不小于 0 的整数）",
             )
         return int(text)
     return after or 0

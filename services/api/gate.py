@@ -48,8 +48,8 @@ log = get_logger("kwx.gate")
 
 
 class _Refused(Exception):
-    def __init__(self, message: str) -> None:
-        self.message = message
+    def __init__(self, message: str, message_zh: str) -> None:
+        self.message, self.message_zh = message, message_zh
 
 
 class Turns:
@@ -66,7 +66,8 @@ class Turns:
             self.running += 1
             return
         if self.queued >= self.queue and not self._evict_for(who):
-            raise _Refused(f"too many reads are waiting in this process (KWX_READ_QUEUE={self.queue}); retry")
+            raise _Refused(f"too many reads are waiting in this process (KWX_READ_QUEUE={self.queue}); retry",
+                           f"本进程等待中的读取太多（KWX_READ_QUEUE={self.queue}），请重试")  # fmt: skip
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.waiting.setdefault(who, deque()).append(future)
         self.queued += 1
@@ -76,7 +77,8 @@ class Turns:
             if future.done() and not future.cancelled() and future.exception() is None:
                 return  # the turn came just as the wait ended: keep it
             self._drop(who, future)
-            raise _Refused(f"no turn to read within {self.wait:g} s (KWX_READ_WAIT); retry") from None
+            raise _Refused(f"no turn to read within {self.wait:g} s (KWX_READ_WAIT); retry",
+                           f"{self.wait:g} 秒内没有轮到读取（KWX_READ_WAIT），请重试") from None  # fmt: skip
         except asyncio.CancelledError:  # the client left, or shutdown
             if future.done() and not future.cancelled() and future.exception() is None:
                 self.give()
@@ -110,7 +112,8 @@ class Turns:
         self.queued -= 1
         message = (f"too many reads are waiting in this process (KWX_READ_QUEUE={self.queue}) and this "
                    "tenant has the most of them; retry")  # fmt: skip
-        future.set_exception(_Refused(message))
+        future.set_exception(_Refused(message, f"本进程等待中的读取太多（KWX_READ_QUEUE={self.queue}），"
+                                                "本租户等待的最多，请重试"))  # fmt: skip
         return True
 
     def _drop(self, who: str, future: asyncio.Future[None]) -> None:
@@ -149,7 +152,7 @@ class ReadGate:
         try:
             await turns.take(_tenant_of(scope))
         except _Refused as refused:
-            await _busy(send, refused.message)
+            await _busy(send, refused.message, refused.message_zh)
             return
         held = True
 
@@ -182,9 +185,9 @@ def _tenant_of(scope: Scope) -> str:
     return f"key:{parse_key_id(key) or '?'}"
 
 
-async def _busy(send: Send, message: str) -> None:
+async def _busy(send: Send, message: str, message_zh: str) -> None:
     structlog.contextvars.bind_contextvars(outcome="read_busy", message=message)
-    body = msgspec.json.encode({"error": "unavailable", "message": message})
+    body = msgspec.json.encode({"error": "unavailable", "message": message, "message_zh": message_zh})
     length = (b"content-length", str(len(body)).encode())
     headers = [(b"content-type", b"application/json"), length, RETRY_AFTER]
     await send({"type": "http.response.start", "status": 503, "headers": headers})

@@ -71,7 +71,9 @@ async def hand_audit(
 
         got = hand_events(src, tenant, table_id, hand, head.version)
         if got.first is None:
-            raise NotFound(f"no hand {hand} at table {table_id!r}")
+            raise NotFound(
+                f"no hand {hand} at table {table_id!r}", message_zh=f"牌桌 {table_id} 没有第{hand}局"
+            )
 
         def store_reads(conn: Any) -> tuple[dict[str, Any], list[tuple[int, str]]]:
             chain = verify_span(conn, tenant, table_id, got.first, got.last)

@@ -75,6 +75,8 @@ class RateLimits:
                     raise RateLimited(
                         f"more than {item.amount} requests per {_period(item)} for this {scope} "
                         f"({setting}); retry in {retry} s",
+                        message_zh=f"此{'密钥' if scope == 'key' else '租户'}的请求超过每{_period_zh(item)} "
+                        f"{item.amount} 次（{setting}），请 {retry} 秒后重试",
                         scope=scope,
                         limit=str(item),
                         retry_after=retry,
@@ -93,6 +95,15 @@ def _period(item: Any) -> str:
     multiple = item.get_expiry() // item.GRANULARITY.seconds
     name = item.GRANULARITY.name
     return name if multiple == 1 else f"{multiple} {name}s"
+
+
+_PERIOD_ZH = {"second": "秒", "minute": "分钟", "hour": "小时", "day": "天", "month": "月", "year": "年"}
+
+
+def _period_zh(item: Any) -> str:
+    multiple = item.get_expiry() // item.GRANULARITY.seconds
+    name = _PERIOD_ZH.get(item.GRANULARITY.name, item.GRANULARITY.name)
+    return name if multiple == 1 else f" {multiple} {name}"
 
 
 def limits_of(container: Container) -> RateLimits | None:

@@ -69,7 +69,7 @@ def table_of(container: Container, principal: Principal, table_id: str, *roles: 
     head = container.store.head(principal.tenant, table_id)
     if head is None or head.version == 0:
         said(PRIMARY)  # the head is always read on the primary: so is this answer
-        raise NotFound(f"no table {table_id!r}")
+        raise NotFound(f"no table {table_id!r}", message_zh=f"没有这张牌桌：{table_id}")
     return head
 
 
@@ -130,7 +130,8 @@ def table_state(
     head = table_of(container, principal, table_id, "platform", "support")
     version = head.version if at is None else at
     if version > head.version:
-        raise Malformed(f"at={version} is past the table's last event ({head.version})", field="query.at")
+        raise Malformed(f"at={version} is past the table's last event ({head.version})", field="query.at",
+                        message_zh=f"at={version} 超过了牌桌的最后一个事件（{head.version}）")  # fmt: skip
     from projections import replay, snapshots, views
 
     engine = container.engine
@@ -326,7 +327,9 @@ def hand_settlement(
         state = _fold(engine, events)
     actual = _find(state.settlements, hand)
     if actual is None:
-        raise NotFound(f"hand {hand} of {table_id!r} is not settled")
+        raise NotFound(
+            f"hand {hand} of {table_id!r} is not settled", message_zh=f"牌桌 {table_id} 的第{hand}局尚未结算"
+        )
     body: dict[str, Any] = {"table_id": table_id, "hand": hand, "rules": msgspec.to_builtins(state.rules)}
     body["settlement"] = _derivation(actual, by_version, state.rules, state.rulings, state.players)
     if override is not None:

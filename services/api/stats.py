@@ -89,7 +89,7 @@ def player_statistics(
     check_preset(preset)
     answer = _models(container, PlayerStats(principal.tenant, player_id, preset))
     if answer is None:
-        raise NotFound(f"no statistics for player {player_id!r}")
+        raise NotFound(f"no statistics for player {player_id!r}", message_zh=f"没有玩家 {player_id} 的统计")
     answer["pattern_names"] = wording.pattern_names(answer["overall"]["patterns"])
     return _json(answer)
 
@@ -98,7 +98,7 @@ def _ledger(container: Container, tenant: str, kind: str, account: str, after: i
     """One account's page (:class:`projections.queries.ledger.LedgerPage`): both ledger routes."""
     answer = _models(container, LedgerPage(tenant, kind, account, after, limit))
     if answer is None:
-        raise NotFound(f"no ledger for {account!r}")
+        raise NotFound(f"no ledger for {account!r}", message_zh=f"没有 {account} 的金币账")
     return _json(answer)
 
 
@@ -159,7 +159,9 @@ def _day(value: str | None, field: str) -> date | None:
         return date.fromisoformat(value)
     except ValueError:
         raise Malformed(
-            f"{field.split('.')[-1]} must be a UTC date YYYY-MM-DD (got {value[:40]!r})", field=field
+            f"{field.split('.')[-1]} must be a UTC date YYYY-MM-DD (got {value[:40]!r})",
+            field=field,
+            message_zh=f"{field.split('.')[-1]} 应为 UTC 日期 YYYY-MM-DD：收到 {value[:40]!r}",
         ) from None
 
 
@@ -201,13 +203,19 @@ def leaderboard(
     `offset`, null on the last page."""
     require_role(principal, *_ALL_ROLES)
     if by not in SORTABLE:
-        raise Malformed(f"by must be one of {', '.join(SORTABLE)} (got {by[:40]!r})", field="query.by")
+        raise Malformed(f"by must be one of {', '.join(SORTABLE)} (got {by[:40]!r})", field="query.by",
+                        message_zh=f"by 应为以下之一：{', '.join(SORTABLE)}（收到 {by[:40]!r}）")  # fmt: skip
     if order not in ORDERS:
-        raise Malformed(f"order must be one of {', '.join(ORDERS)} (got {order[:40]!r})", field="query.order")
+        raise Malformed(
+            f"order must be one of {', '.join(ORDERS)} (got {order[:40]!r})",
+            field="query.order",
+            message_zh=f"order 应为以下之一：{', '.join(ORDERS)}（收到 {order[:40]!r}）",
+        )
     check_preset(preset)
     first, last = _day(since, "query.since"), _day(until, "query.until")
     if first is not None and last is not None and first > last:
-        raise Malformed(f"since {since} is after until {until}: an empty period", field="query.since")
+        raise Malformed(f"since {since} is after until {until}: an empty period", field="query.since",
+                        message_zh=f"起始 {since} 晚于截止 {until}：这段时间是空的")  # fmt: skip
     board = _models(
         container, Leaderboard(principal.tenant, by, order, preset, first, last, min_hands, offset, limit)
     )

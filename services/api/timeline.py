@@ -118,7 +118,7 @@ def hand_timeline(
         tenant, table_id, head.version, lambda src: hand_events(src, tenant, table_id, hand, head.version)
     )
     if got.first is None:
-        raise NotFound(f"no hand {hand} of {table_id!r}")
+        raise NotFound(f"no hand {hand} of {table_id!r}", message_zh=f"牌桌 {table_id} 没有第{hand}局")
     state, first, rest = got.opening(container.engine)
     body = timeline.render(container.engine, state, first, rest, lang)
     body = {"table_id": table_id, **body, "folded_from": got.start}

@@ -32,7 +32,7 @@ router = APIRouter(include_in_schema=False)
 def _file(name: str) -> Response:
     path = (STATIC / name).resolve()
     if STATIC not in path.parents or not path.is_file():
-        raise NotFound(f"no such asset: {name[:100]}")
+        raise NotFound(f"no such asset: {name[:100]}", message_zh=f"没有这个文件：{name[:100]}")
     media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     if media.startswith("text/") or media in ("application/javascript", "image/svg+xml"):
         media += "; charset=utf-8"

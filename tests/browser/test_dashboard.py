@@ -117,12 +117,13 @@ def test_a_typed_player_shows_the_stats_json_and_the_chart_ends_at_the_balance(p
     expect(page.locator(cell.format("win_rate"))).to_have_text(f"{rate * 100:.1f}%")
     expect(page.locator(cell.format("average_multiplier"))).to_have_text(f"{average:.2f}")
     expect(page.locator(cell.format("wins"))).to_have_text(str(answer["overall"]["wins"]))
-    # the patterns won by name, in the page's language (the tab is zh-CN), each with its count
+    # the patterns won by name, in the page's language (the tab is zh-CN), each with its count said
+    # as a count (亮倒 8 次: it said 亮倒 × 8, which reads as a factor)
     won = answer["overall"]["patterns"]
     shown = page.eval_on_selector_all(
         ".patterns span.pattern", "ss => ss.map(s => [s.dataset.id, s.textContent])"
     )
-    assert shown == [[k, f"{answer['pattern_names'][k]['zh']} × {won[k]}"] for k in sorted(won)] and shown
+    assert shown == [[k, f"{answer['pattern_names'][k]['zh']} {won[k]} 次"] for k in sorted(won)] and shown
     ledger = desk.api("/v1/players/p001/ledger", "dashboard", limit=1000)
     expect(page.locator("svg.chart")).to_be_visible()
     ys = page.eval_on_selector_all("svg.chart circle.point", "cs => cs.map(c => Number(c.dataset.y))")

@@ -70,12 +70,19 @@ def lines(desk: Desk, table: str, lang: str = "zh") -> list[dict[str, Any]]:
 def test_search_filters_like_the_api_and_opens_a_table(page: Any, desk: Desk) -> None:
     page.goto(desk.base + "/replay")
     sign_in(page, desk)
-    every = [t["table_id"] for t in desk.api("/v1/tables")["tables"]]
+    found = desk.api("/v1/tables")["tables"]
+    every = [t["table_id"] for t in found]
     expect(page.locator("#results-body tr[data-table]")).to_have_count(len(every))
     assert (
         page.eval_on_selector_all("#results-body tr[data-table]", "rs => rs.map(r => r.dataset.table)")
         == every
     )
+    # when each table started, to the minute in UTC as the dashboard says a time (the heading says UTC)
+    started = page.eval_on_selector_all(
+        "#results-body td.first-at", "ts => ts.map(t => [t.dataset.at, t.textContent])"
+    )
+    assert started == [[t["first_at"], t["first_at"][:16].replace("T", " ")] for t in found]
+    expect(page.locator("#results thead th").nth(4)).to_have_text("开始（UTC）")
     page.fill("#search-form input[name=player]", "p004")
     page.click("#search-form button[type=submit]")
     want = [t["table_id"] for t in desk.api("/v1/tables", player="p004")["tables"]]
@@ -88,6 +95,14 @@ def test_search_filters_like_the_api_and_opens_a_table(page: Any, desk: Desk) ->
     expect(page.locator("#results-body")).to_contain_text("没有符合的牌桌")
     expect(page.locator("#results-body tr[data-table]")).to_have_count(0)
     page.fill("#search-form input[name=since]", "")
+    # "until" a day is through that day: the day the first table started finds it (it found nothing)
+    day = found[-1]["first_at"][:10]
+    page.fill("#search-form input[name=until]", day)
+    page.click("#search-form button[type=submit]")
+    want = [t["table_id"] for t in desk.api("/v1/tables", until=day)["tables"]]
+    assert found[-1]["table_id"] in want
+    expect(page.locator("#results-body tr[data-table]")).to_have_count(len(want))
+    page.fill("#search-form input[name=until]", "")
     page.check("#search-form input[name=has][value=lou_hu]")
     page.click("#search-form button[type=submit]")
     want = [t["table_id"] for t in desk.api("/v1/tables", has="lou_hu")["tables"]]

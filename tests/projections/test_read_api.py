@@ -86,8 +86,16 @@ def test_read_roles_and_tenants(
         theirs = client.get(f"/v1/tables/{table_id}/{route}", headers=stranger)
         missing = client.get(f"/v1/tables/nope-{table_id}/{route}", headers=stranger)
         assert theirs.status_code == missing.status_code == 404, route
-        assert theirs.json() == {"error": "not_found", "message": f"no table {table_id!r}"}, route
-        assert missing.json() == {"error": "not_found", "message": f"no table 'nope-{table_id}'"}, route
+        assert theirs.json() == {
+            "error": "not_found",
+            "message": f"no table {table_id!r}",
+            "message_zh": f"没有这张牌桌：{table_id}",
+        }, route
+        assert missing.json() == {
+            "error": "not_found",
+            "message": f"no table 'nope-{table_id}'",
+            "message_zh": f"没有这张牌桌：nope-{table_id}",
+        }, route
     assert client.get("/v1/tables/nope-nope/state", headers=support).json()["error"] == "not_found"
     assert (
         client.get(f"/v1/tables/{table_id}/state", params={"at": 10**6}, headers=support).status_code == 422

@@ -298,7 +298,11 @@ def test_roles_and_tenants(client: Any, make_key: Callable[..., Headers], tenant
     # to the id is its own table's (here: expected version 3 of a table at 0)
     for stranger in (stranger_platform, stranger_support):
         answer = client.get(read, headers=stranger)
-        missing = {"error": "not_found", "message": f"no table {table_id!r}"}
+        missing = {
+            "error": "not_found",
+            "message": f"no table {table_id!r}",
+            "message_zh": f"没有这张牌桌：{table_id}",
+        }
         assert (answer.status_code, answer.json()) == (404, missing)
     answer = post(client, table_id, wire[3:5], stranger_platform, 3)
     assert answer.status_code == 409 and answer.json()["current_version"] == 0

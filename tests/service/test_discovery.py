@@ -83,6 +83,12 @@ def test_since_until_filter_by_the_hands_times(
     assert ids("since=2026-02-01") == [late]
     assert ids("until=2026-02-01T00:00:00%2B08:00") == [early]
     assert ids("since=2026-01-01&until=2026-12-31") == [late, early]
+    # a day is the whole UTC day, for until as for since (as the leaderboard's days): until the day a
+    # table was played finds it; it used to mean that day's 00:00 and left the day out
+    assert ids("until=2026-01-05") == [early]
+    assert ids("since=2026-03-05&until=2026-03-05") == [late]
+    assert ids("until=2026-01-04") == []
+    assert ids("until=2026-01-05T09:59:59Z") == []  # a time is that instant
     assert ids("since=2027-01-01") == []
     first = client.get("/v1/tables?since=2026-03-01", headers=platform).json()["tables"]
     assert [t["first_at"] for t in first if t["table_id"] == late] == ["2026-03-05T10:00:00Z"]

@@ -262,6 +262,7 @@ def _assert_unavailable(answer: Any) -> None:
     assert answer.status_code == 503, answer.text
     body = answer.json()
     assert body["error"] == "unavailable" and body["message"], body
+    assert "请重试" in body["message_zh"], body  # said in Chinese too
     assert answer.headers["retry-after"] == "1"
 
 

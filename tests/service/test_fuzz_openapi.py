@@ -5,9 +5,9 @@ Every operation gets schema-valid and schema-invalid requests (path, query, head
 append's body schema is the domain's own event types), sent with a valid key of each role in turn
 (appends: platform keys); each request is sent to the generated table id and again to
 a table that exists (so the read routes run on real data). Checks: never a 5xx, every error body
-is ``{"error": str, "message": str, …}``, the status is one the document declares, the content
-type and the body conform to it, and schema-invalid input is refused with a 4xx. Bounded: a few
-hundred requests in all.
+is ``{"error": str, "message": str, …}`` (a read's also with its ``message_zh`` in Chinese), the
+status is one the document declares, the content type and the body conform to it, and
+schema-invalid input is refused with a 4xx. Bounded: a few hundred requests in all.
 
 The append's JSON-lines body (``application/x-ndjson``, a string in the document) is sent as the
 generated text's bytes, and every generated JSON append body that has a JSON-lines twin (its events
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -49,6 +50,7 @@ CHECKS = [
     response_schema_conformance,
     negative_data_rejection,
 ]
+CJK = re.compile(r"[\u4e00-\u9fff]")
 ROLES = itertools.cycle(("platform", "support", "dashboard"))
 APPEND = "/v1/tables/{table_id}/events"
 NDJSON = "application/x-ndjson"
@@ -135,6 +137,8 @@ def _check_error_body(response: Any) -> None:
     if response.status_code >= 400:
         body = response.json()
         assert isinstance(body.get("error"), str) and isinstance(body.get("message"), str), body
+        if response.request.method == "GET":  # a read's refusal, said in Chinese too (the desk's pages)
+            assert CJK.search(body.get("message_zh") or ""), body
 
 
 @schema.parametrize()

@@ -206,8 +206,16 @@ def test_role_matrix_on_every_route(lenient: Any, keys: dict[str, Headers], tabl
             if status == 403:
                 assert theirs == missing, (stranger, route)
             else:
-                assert missing == {**theirs, "message": f"no table {nobody!r}"}, (stranger, route)
-                assert theirs == {"error": "not_found", "message": f"no table {table!r}"}, (stranger, route)
+                assert missing == {
+                    **theirs,
+                    "message": f"no table {nobody!r}",
+                    "message_zh": f"没有这张牌桌：{nobody}",
+                }, (stranger, route)
+                assert theirs == {
+                    "error": "not_found",
+                    "message": f"no table {table!r}",
+                    "message_zh": f"没有这张牌桌：{table}",
+                }, (stranger, route)
     more = {"events": [{"type": "table_closed", "id": "close"}]}
     for who in ("support", "dashboard", "stranger_support"):
         error_of(lenient.post(f"/v1/tables/{table}/events", json=more, headers=keys[who]), 403)
@@ -315,7 +323,11 @@ def test_players_leaderboard_and_feed_stay_within_the_tenant(
 
 def test_unknown_routes_and_methods_say_which(lenient: Any, keys: dict[str, Headers], table: str) -> None:
     missing = error_of(lenient.get("/v1/tables/x/nothing", headers=keys["support"]), 404)
-    assert missing == {"error": "not_found", "message": "no such route: GET /v1/tables/x/nothing"}
+    assert missing == {
+        "error": "not_found",
+        "message": "no such route: GET /v1/tables/x/nothing",
+        "message_zh": "没有这个路由：GET /v1/tables/x/nothing",
+    }
     answer = lenient.delete(f"/v1/tables/{table}/events", headers=keys["platform"])
     assert error_of(answer, 405)["error"] == "method_not_allowed"
     assert "DELETE" in answer.json()["message"] and answer.headers["allow"]

@@ -62,6 +62,7 @@ def test_a_key_over_its_limit_gets_429_with_retry_after_and_other_keys_do_not(
         answer = _stats(client, one)
         _is_429(answer, "key")
         assert "KWX_RATE_LIMIT_KEY" in answer.json()["message"] and answer.json()["limit"] == "5 per 1 minute"
+        assert answer.json()["message_zh"].startswith("此密钥的请求超过每分钟 5 次（KWX_RATE_LIMIT_KEY）")
         assert _stats(client, two).status_code == 200  # per key
         assert all(client.get("/v1/health").status_code == 200 for _ in range(20))  # never limited
 

@@ -51,12 +51,14 @@ def test_a_full_queue_refuses_the_flooding_tenant_and_makes_room_for_another() -
         await turns.take("holder")
         waiting = [asyncio.create_task(turns.take("a")) for _ in range(3)]
         await _settle()
-        with pytest.raises(_Refused, match="KWX_READ_QUEUE"):
+        with pytest.raises(_Refused, match="KWX_READ_QUEUE") as refused:
             await turns.take("a")  # a's fourth: refused at once
+        assert refused.value.message_zh.startswith("本进程等待中的读取太多（KWX_READ_QUEUE=3）")
         b = asyncio.create_task(turns.take("b"))  # b's first: takes the place of a's newest
         await _settle()
-        with pytest.raises(_Refused, match="the most"):
+        with pytest.raises(_Refused, match="the most") as evicted:
             await waiting[2]
+        assert "本租户等待的最多" in evicted.value.message_zh
         assert turns.queued == 3
         turns.give()
         await waiting[0]  # a0's turn, then b's (round robin), then a1's
@@ -74,8 +76,9 @@ def test_a_wait_is_bounded_and_a_refused_waiter_leaves_no_trace() -> None:
     async def scenario() -> None:
         turns = Turns(concurrency=1, queue=10, wait=0.05)
         await turns.take("holder")
-        with pytest.raises(_Refused, match="KWX_READ_WAIT"):
+        with pytest.raises(_Refused, match="KWX_READ_WAIT") as refused:
             await turns.take("a")
+        assert refused.value.message_zh == "0.05 秒内没有轮到读取（KWX_READ_WAIT），请重试"
         assert turns.queued == 0 and not turns.waiting
         turns.give()
         await turns.take("a")  # free again: at once

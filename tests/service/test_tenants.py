@@ -182,7 +182,11 @@ def test_another_tenants_table_is_the_404_of_an_id_nobody_uses(
             ) | {"x-request-id": "", "content-length": ""}, route
             assert theirs.text.replace(table, "ID") == missing.text.replace(nobody, "ID"), route
             if theirs.status_code == 404:
-                assert theirs.json() == {"error": "not_found", "message": f"no table {table!r}"}
+                assert theirs.json() == {
+                    "error": "not_found",
+                    "message": f"no table {table!r}",
+                    "message_zh": f"没有这张牌桌：{table}",
+                }
             else:  # a role that may not read the route: its 403, whatever the table
                 assert theirs.status_code == 403
                 assert route.endswith("audit") or headers is stranger.dashboard, route

@@ -119,7 +119,8 @@ function statsTable(stats) {
     el("p", { class: "patterns" }, `${t(L, "patterns")}: `,
        ...(patterns.length ? patterns.flatMap(([k, n], i) => [...(i ? [" · "] : []),
          el("span", { class: "pattern", "data-id": k, "data-n": n, title: k,
-                      text: `${((stats.pattern_names || {})[k] || {})[L] || k} × ${n}` })]) : [t(L, "none")])));
+                      text: t(L, "pattern_n", { name: ((stats.pattern_names || {})[k] || {})[L] || k, n }) })])
+         : [t(L, "none")])));  // a count, not a factor: "亮倒 8 次", not "亮倒 × 8" (×8 reads as a multiplier)
 }
 
 // ---- 2. the coin balance over time --------------------------------------------------------------

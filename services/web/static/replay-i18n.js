@@ -3,10 +3,10 @@
 import { lang } from "/static/api.js";
 
 const WORDS = {
-  search: ["查找牌桌", "Find tables"], player: ["玩家", "Player"], since: ["起", "Since"], until: ["止", "Until"],
+  search: ["查找牌桌", "Find tables"], player: ["玩家", "Player"], since: ["起（UTC 日）", "Since (UTC day)"], until: ["止（UTC 日）", "Until (UTC day)"],
   preset: ["规则", "Preset"], any: ["任意", "any"], has: ["含有", "Has"], find: ["查找", "Find"], more: ["更多", "More"],
   open: ["打开", "Open"], table_id: ["牌桌编号", "Table id"], players: ["玩家", "Players"], hands: ["局数", "Hands"],
-  first_at: ["开始", "Started"], flags: ["标记", "Flags"], no_tables: ["没有符合的牌桌", "No table matches"],
+  first_at: ["开始（UTC）", "Started (UTC)"], flags: ["标记", "Flags"], no_tables: ["没有符合的牌桌", "No table matches"],
   hand_n: ["第{0}局", "Hand {0}"], view: ["视角", "View"], everything: ["全部（客服）", "Everything (support)"],
   seat: ["座位", "Seat"], seat_n: ["{0}", "seat {0}"], seat_opt: ["{0}（座位 {1}）", "seat {1}"], lang: ["English", "中文"], report: ["纠纷报告", "Dispute report"],
   help: ["帮助 ?", "Help ?"], first: ["|◀ 本局开始", "|◀ hand start"], prev: ["◀ 上一步", "◀ back"],

@@ -551,6 +551,8 @@ async function openTable(id, { at = null, hand = null, seat = null, hash = null 
 
 // ------------------------------------------------------------------------------------ search
 let cursor = null;
+// "2026-12-06T16:52:16Z" as the dashboard says a time: "2026-12-06 16:52" (UTC, said in the heading)
+const minute = (at) => (at ? String(at).slice(0, 16).replace("T", " ") : "");
 async function search(more = false) {
   const f = $("search-form");
   const q = { player: f.player.value.trim(), since: f.since.value, until: f.until.value, preset: f.preset.value, limit: 20 };
@@ -569,7 +571,7 @@ async function search(more = false) {
     body.append(el("tr", { "data-table": x.table_id },
       el("td", {}, el("button", { type: "button", class: "link", text: x.table_id, onclick: () => openTable(x.table_id) })),
       el("td", { text: x.players.join(", ") }), el("td", { "data-preset": x.preset, text: presetName(x.preset) }), el("td", { text: x.hands }),
-      el("td", { text: x.first_at }), el("td", { class: "flag-words" }, ...flagWords(x.flags || []))));
+      el("td", { class: "first-at", "data-at": x.first_at || "", text: minute(x.first_at) }), el("td", { class: "flag-words" }, ...flagWords(x.flags || []))));
   }
   if (!more && !page.tables.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted", text: t("no_tables") })));
   cursor = page.next_cursor;
