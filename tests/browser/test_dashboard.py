@@ -273,6 +273,31 @@ def test_the_coin_entries_say_each_entry_newest_first_and_open_its_hand(page: An
     expect(page.locator("#step")).to_have_attribute("data-at", str(kong["event"]))
 
 
+def test_on_a_phone_each_coin_entry_is_a_card_read_without_scrolling(browser: Any, desk: Desk) -> None:
+    """At 390 px an entry is a card: its cells one under another, each named by its column, the
+    derivation inside the screen (the table was wider than the screen, the why out of sight)."""
+    context = browser.new_context(locale="zh-CN", viewport={"width": 390, "height": 844})
+    tab = context.new_page()
+    try:
+        open_dashboard(tab, desk, role="support", query="?player=p001")
+        expect(tab.locator("#entries tbody tr")).to_have_count(20)
+        heads = tab.eval_on_selector_all("#entries thead th", "ths => ths.map(th => th.textContent)")
+        cards = tab.eval_on_selector_all(
+            "#entries tbody tr",
+            """trs => trs.slice(0, 5).map(tr => [...tr.cells].map(td => {
+                 const r = td.getBoundingClientRect();
+                 return [td.dataset.label, Math.round(r.top), Math.round(r.right)]; }))""",
+        )
+        width = tab.evaluate("window.innerWidth")
+        for card in cards:
+            assert [label for label, _, _ in card] == heads
+            tops = [top for _, top, _ in card]
+            assert tops == sorted(tops) and len(set(tops)) == len(tops), card  # one under another
+            assert all(right <= width for _, _, right in card), (card, width)
+    finally:
+        context.close()
+
+
 @pytest.fixture(scope="module")
 def backfilled(desk: Desk) -> tuple[str, str]:
     """A tenant of its own whose platform sent a table, then an older one (a backfill): its player's

@@ -175,17 +175,19 @@ function showEntries(box, entries, shown) {
   const L = lang();
   const newest = entries.slice().reverse();
   const when = (e) => new Date(e.at ?? e.recorded_at).toISOString().slice(0, 16).replace("T", " ");
-  const head = el("tr", {}, ...["e_time", "e_hand", "e_with", "e_reason", "e_coins", "balance", "e_why"]
-    .map((k) => el("th", { scope: "col", text: t(L, k) })));
+  const cols = ["e_time", "e_hand", "e_with", "e_reason", "e_coins", "balance", "e_why"];
+  const head = el("tr", {}, ...cols.map((k) => el("th", { scope: "col", text: t(L, k) })));
+  // each cell names its column (data-label): on a phone an entry is a card of labelled lines
+  const cell = (i, attrs, ...kids) => el("td", { ...attrs, "data-label": t(L, cols[i]) }, ...kids);
   const rows = newest.slice(0, shown).map((e) => el("tr", { "data-seq": e.seq },
-    el("td", { text: when(e) }),
-    el("td", {}, el("a", { class: "replay-link", text: `${e.table_id} · ${t(L, "hand_n", { n: e.hand })}`,
-                           href: `/replay?table=${encodeURIComponent(e.table_id)}&hand=${e.hand}&at=${e.event}` })),
-    el("td", { text: e.counterparty_kind === "house" ? t(L, "house") : e.counterparty }),
-    el("td", { text: t(L, `r_${e.reason}`) }),
-    el("td", { class: "num", text: `${e.amount > 0 ? "+" : ""}${e.amount}` }),
-    el("td", { class: "num", text: String(e.balance) }),
-    el("td", { class: "why", text: (L === "zh" ? e.detail_zh : null) ?? e.detail })));
+    cell(0, { text: when(e) }),
+    cell(1, {}, el("a", { class: "replay-link", text: `${e.table_id} · ${t(L, "hand_n", { n: e.hand })}`,
+                          href: `/replay?table=${encodeURIComponent(e.table_id)}&hand=${e.hand}&at=${e.event}` })),
+    cell(2, { text: e.counterparty_kind === "house" ? t(L, "house") : e.counterparty }),
+    cell(3, { text: t(L, `r_${e.reason}`) }),
+    cell(4, { class: "num", text: `${e.amount > 0 ? "+" : ""}${e.amount}` }),
+    cell(5, { class: "num", text: String(e.balance) }),
+    cell(6, { class: "why", text: (L === "zh" ? e.detail_zh : null) ?? e.detail })));
   const more = newest.length > shown
     ? [el("button", { type: "button", id: "entries-more", text: t(L, "more", { n: Math.min(ENTRIES_SHOWN, newest.length - shown) }),
                       onclick: () => showEntries(box, entries, shown + ENTRIES_SHOWN) })]
