@@ -807,6 +807,14 @@ def test_a_differing_report_says_each_line_reported_and_computed(page: Any, desk
                 f"{seat(k if k == 'house' else int(k))}"
             )
             expect(page.locator(f"{box} p.reported-net")).to_contain_text(f"+{v}" if v > 0 else str(v))
+    # the report's win lines: the winning tile, then its reading apart from it (they ran together:
+    # "on the discard 7 bamboo 789 dots, 666 bamboo …")
+    wins = rp["settlement"]["wins"]
+    expect(page.locator("#report p.win-line")).to_have_count(len(wins))
+    for i, w in enumerate(wins):
+        said_tile = f"{wording.tile(w['tile'], lang)} · "
+        expect(page.locator("#report p.win-line").nth(i)).to_contain_text(said_tile)
+    expect(page.locator("#report table.events th").nth(2)).to_have_text("哈希" if lang == "zh" else "Hash")
 
 
 CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")

@@ -487,7 +487,7 @@ async function showReport() {
       const win = said.get(`${w.event}:${w.seat}`) || {};
       const from = w.from === null ? "" : `${party(w.from)} `;
       const pats = (win.patterns || []).map((x) => `${x.name} ×${x.x}`).join(zhOr("，", ", "));
-      box.append(p(`${party(w.seat)} ← ${from}${win.kind || ""} ${tileName(w.tile, lang())} ${readingText(w.decomposition, lang())}${pats ? ` · ${pats}` : ""} · ${paid(w)}`));
+      box.append(p(`${party(w.seat)} ← ${from}${win.kind || ""} ${tileName(w.tile, lang())} · ${readingText(w.decomposition, lang())}${pats ? ` · ${pats}` : ""} · ${paid(w)}`, "win-line"));
     }
     for (const x of s.transfers || []) {
       box.append(p(`${party(x.from)} → ${party(x.to)}: ${x.amount} · ${why.get(transferKey(x)) || x.reason} (${zhOr(x.detail_zh || x.detail, x.detail)})`));
