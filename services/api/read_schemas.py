@@ -90,8 +90,9 @@ class ViolationEffect(_S):
 
 
 class Derivation(_S):
-    """A win's derivation: each pattern, the product, what the cap did, what is paid — in English
-    (the engine's notes) and Chinese (``*_zh``)."""
+    """A win's derivation: each pattern by name with its factor and the engine's note
+    (``declared ready ×2 (the winner had declared ready)``), the product (``plain win ×1`` when
+    none), what the cap did, what is paid — in whole English and in Chinese (``*_zh``)."""
 
     patterns: list[str]
     patterns_zh: list[str]
