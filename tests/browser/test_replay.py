@@ -239,6 +239,41 @@ def test_a_language_switch_while_a_table_opens_keeps_where_it_was_going(page: An
     expect(page.locator("#hand-no")).to_have_text("Hand 1")
 
 
+def test_on_a_phone_each_table_found_is_a_card_in_the_pages_language(browser: Any, desk: Desk) -> None:
+    """At 390 px each table the search found is a card: its cells one under another, each named by
+    its column in the page's language (again after a switch), inside the screen; a table's flags
+    are listed with the language's separator (漏胡、亮倒 / missed win, declared ready). The results
+    scrolled sideways with the flags out of sight."""
+    context = browser.new_context(locale="zh-CN", viewport={"width": 390, "height": 844})
+    tab = context.new_page()
+    try:
+        tab.goto(desk.base + "/replay")
+        sign_in(tab, desk)
+        tables = desk.api("/v1/tables")["tables"]
+        expect(tab.locator("#results-body tr[data-table]")).to_have_count(len(tables))
+        cards_js = """trs => trs.map(tr => [...tr.cells].map(td => {
+            const r = td.getBoundingClientRect();
+            return [td.dataset.label, Math.round(r.top), Math.round(r.right)]; }))"""
+        for lang in ("zh", "en"):
+            if lang == "en":
+                tab.click("#lang")
+                expect(tab.locator("#lang")).to_have_text("中文")
+            heads = tab.eval_on_selector_all("#results thead th", "ths => ths.map(th => th.textContent)")
+            width = tab.evaluate("window.innerWidth")
+            for card in tab.eval_on_selector_all("#results-body tr[data-table]", cards_js):
+                assert [label for label, _, _ in card] == heads
+                tops = [top for _, top, _ in card]
+                assert tops == sorted(tops) and len(set(tops)) == len(tops), card
+                assert all(right <= width for _, _, right in card), (card, width)
+            flagged = next(x for x in tables if len(x["flags"]) > 1)
+            words = [FLAG_WORDS[lang][f] for f in flagged["flags"] if f in FLAG_WORDS[lang]]
+            if len(words) == len(flagged["flags"]):
+                cell = tab.locator(f"#results-body tr[data-table='{flagged['table_id']}'] td.flag-words")
+                expect(cell).to_have_text(("、" if lang == "zh" else ", ").join(words))
+    finally:
+        context.close()
+
+
 def test_signing_out_of_the_replay_forgets_the_key(page: Any, desk: Desk) -> None:
     open_at(page, desk, KONG_TABLE, 5)
     assert page.evaluate("sessionStorage.getItem('kwx.key')") == desk.keys["support"]

@@ -61,7 +61,7 @@ const WORDS = {
   k_tile_discarded: ["打出", "discards"], k_tile_drawn: ["摸牌", "draws"], k_replacement_draw: ["补牌", "replacement draw"],
   k_peng: ["碰", "peng"], k_kong: ["杠", "kong"], k_liang_dao: ["亮倒", "declares ready"], k_hu: ["胡", "wins"],
   k_hand_started: ["开局", "hand starts"], k_hand_exhausted: ["荒庄", "wall exhausted"], k_wall_revealed: ["公布牌墙", "wall revealed"],
-  f_lou_hu: ["漏胡", "missed win"], f_kong_chain: ["杠上杠", "kong chain"], f_liang_dao: ["亮倒", "declared ready"],
+  sep: ["、", ", "], f_lou_hu: ["漏胡", "missed win"], f_kong_chain: ["杠上杠", "kong chain"], f_liang_dao: ["亮倒", "declared ready"],
   f_bao_hu: ["包胡", "bao hu"], f_multi_win: ["一炮多响", "several winners"], f_discrepancy: ["上报不一致", "reported payout differs"],
   f_violation: ["违规胡牌", "win claimed against a rule"], end_hu: ["胡牌", "won"], end_exhausted: ["荒庄", "wall exhausted"],
   end_aborted: ["中止", "aborted"], end_null: ["进行中", "in play"], sign_out: ["退出", "Sign out"],

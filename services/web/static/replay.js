@@ -567,11 +567,14 @@ async function search(more = false) {
     $("search-error").textContent = e.status === 403 ? refused(e, $("open-error")) : e.message;
     return;
   }
+  // each cell names its column (data-label, relabelled with the page): on a phone a table is a card
+  const cell = (key, attrs, ...kids) => el("td", { ...attrs, "data-label": t(key), "data-label-key": key }, ...kids);
   for (const x of page.tables) {
     body.append(el("tr", { "data-table": x.table_id },
-      el("td", {}, el("button", { type: "button", class: "link", text: x.table_id, onclick: () => openTable(x.table_id) })),
-      el("td", { text: x.players.join(", ") }), el("td", { "data-preset": x.preset, text: presetName(x.preset) }), el("td", { text: x.hands }),
-      el("td", { class: "first-at", "data-at": x.first_at || "", text: minute(x.first_at) }), el("td", { class: "flag-words" }, ...flagWords(x.flags || []))));
+      cell("table_id", {}, el("button", { type: "button", class: "link", text: x.table_id, onclick: () => openTable(x.table_id) })),
+      cell("players", { text: x.players.join(", ") }), cell("preset", { "data-preset": x.preset, text: presetName(x.preset) }),
+      cell("hands", { text: x.hands }), cell("first_at", { class: "first-at", "data-at": x.first_at || "", text: minute(x.first_at) }),
+      cell("flags", { class: "flag-words" }, el("span", {}, ...flagWords(x.flags || [])))));
   }
   if (!more && !page.tables.length) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted", text: t("no_tables") })));
   cursor = page.next_cursor;
@@ -582,7 +585,7 @@ async function search(more = false) {
 function L(name, tag = "span", attrs = {}) { return el(tag, { ...attrs, "data-i18n": name, text: t(name) }); }
 
 // The discovery API's flags (wire ids) in the page's words, each relabelled with the page.
-function flagWords(flags) { return flags.flatMap((x, i) => [...(i ? [", "] : []), L(`f_${x}`, "span", { "data-flag": x })]); }
+function flagWords(flags) { return flags.flatMap((x, i) => [...(i ? [L("sep")] : []), L(`f_${x}`, "span", { "data-flag": x })]); }
 // A hand's button: "第3局" / "Hand 3", a dot when something happened in it, its end and flags as the title.
 function handLabel(b) {
   b.textContent = t("hand_n", b.dataset.hand) + (b.dataset.flags ? " •" : "");
@@ -667,6 +670,7 @@ function relabel() {
   for (const o of document.querySelectorAll("#seat option")) if (o.value !== "") o.textContent = t("seat_opt", seatWord(Number(o.value)), o.value);
   for (const o of document.querySelectorAll("#search-form select[name=preset] option")) if (o.value !== "") o.textContent = presetName(o.value);
   for (const n of document.querySelectorAll("[data-preset]")) n.textContent = presetName(n.dataset.preset);
+  for (const n of document.querySelectorAll("[data-label-key]")) n.dataset.label = t(n.dataset.labelKey);
   $("lang").textContent = t("lang");
   document.documentElement.lang = lang();
 }
