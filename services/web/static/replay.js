@@ -613,7 +613,7 @@ function build() {
     el("label", {}, L("table_id"), " ", el("input", { name: "table", id: "open-id", maxlength: 128 })), L("open", "button", { type: "submit" }),
     el("span", { id: "open-error", class: "error" }));
   openForm.addEventListener("submit", (e) => { e.preventDefault(); openTable(openForm.table.value.trim()); });
-  const results = el("table", { class: "grid", id: "results" },
+  const results = el("table", { class: "grid cards", id: "results" },
     el("thead", {}, el("tr", {}, ...["table_id", "players", "preset", "hands", "first_at", "flags"].map((k) => L(k, "th")))),
     el("tbody", { id: "results-body" }));
   const search_ = el("details", { id: "search", class: "card", open: true }, el("summary", {}, L("search", "h2")), form, openForm,
