@@ -318,7 +318,7 @@ def en_whole(text: str, players: Sequence[str] = ()) -> str:
 
 def _en_run(m: re.Match[str]) -> str:
     if m[1]:
-        return f"{m[1]} {'dots' if m[2] == 'p' else 'bamboo'}"
+        return tile(m[1] + m[2], "en")  # "555 dots", as one tile is said
     if len(set(m[3])) == 1:
         return f"{tile(m[3][0], 'en')} ×{len(m[3])}"
     return ", ".join(tile(c, "en") for c in m[3])

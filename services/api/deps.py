@@ -114,6 +114,12 @@ def check_player_id(player_id: str) -> str:
     return player_id
 
 
+def empty_period(since: str | None, until: str | None) -> Malformed:
+    """``since`` after ``until`` (tables, the leaderboard): the refusal, in both languages."""
+    return Malformed(f"since {since} is after until {until}: an empty period", field="query.since",
+                     message_zh=f"起始 {since} 晚于截止 {until}：这段时间是空的")  # fmt: skip
+
+
 def check_preset(preset: str | None) -> str | None:
     """``?preset=``: one of the presets of RULES.md (an unknown name is a typo, not an empty answer)."""
     if preset is not None and preset not in PRESETS:

@@ -38,6 +38,7 @@ from services.api.deps import (
     check_player_id,
     check_preset,
     check_table_id,
+    empty_period,
     get_container,
     get_principal,
     require_role,
@@ -190,8 +191,7 @@ def _page(
     preset = check_preset(preset)
     s, u = parse_time(since, "since"), parse_time(until, "until")
     if s is not None and u is not None and s > u:
-        raise Malformed(f"since {since} is after until {until}: an empty period", field="query.since",
-                        message_zh=f"起始 {since} 晚于截止 {until}：这段时间是空的")  # fmt: skip
+        raise empty_period(since, until)
     mask, before = has_mask(has), decode_cursor(cursor)
 
     def query(conn: Any) -> Any:

@@ -75,8 +75,8 @@ class RateLimits:
                     raise RateLimited(
                         f"more than {item.amount} requests per {_period(item)} for this {scope} "
                         f"({setting}); retry in {retry} s",
-                        message_zh=f"此{'密钥' if scope == 'key' else '租户'}的请求超过每{_period_zh(item)} "
-                        f"{item.amount} 次（{setting}），请 {retry} 秒后重试",
+                        message_zh=f"此{'密钥' if scope == 'key' else '租户'}的请求超过每"
+                        f"{_period(item, 'zh')} {item.amount} 次（{setting}），请 {retry} 秒后重试",
                         scope=scope,
                         limit=str(item),
                         retry_after=retry,
@@ -91,19 +91,17 @@ class RateLimits:
                             detail=str(exc)[:200])  # fmt: skip
 
 
-def _period(item: Any) -> str:
-    multiple = item.get_expiry() // item.GRANULARITY.seconds
-    name = item.GRANULARITY.name
-    return name if multiple == 1 else f"{multiple} {name}s"
-
-
 _PERIOD_ZH = {"second": "秒", "minute": "分钟", "hour": "小时", "day": "天", "month": "月", "year": "年"}
 
 
-def _period_zh(item: Any) -> str:
+def _period(item: Any, lang: str = "en") -> str:
+    """The limit's window: "minute" / "10 minutes", in Chinese "分钟" / " 10 分钟"."""
     multiple = item.get_expiry() // item.GRANULARITY.seconds
-    name = _PERIOD_ZH.get(item.GRANULARITY.name, item.GRANULARITY.name)
-    return name if multiple == 1 else f" {multiple} {name}"
+    name = item.GRANULARITY.name
+    if lang == "zh":
+        name = _PERIOD_ZH.get(name, name)
+        return name if multiple == 1 else f" {multiple} {name}"
+    return name if multiple == 1 else f"{multiple} {name}s"
 
 
 def limits_of(container: Container) -> RateLimits | None:

@@ -40,6 +40,7 @@ from services.api.deps import (
     PlayerId,
     check_player_id,
     check_preset,
+    empty_period,
     get_container,
     get_principal,
     require_role,
@@ -214,8 +215,7 @@ def leaderboard(
     check_preset(preset)
     first, last = _day(since, "query.since"), _day(until, "query.until")
     if first is not None and last is not None and first > last:
-        raise Malformed(f"since {since} is after until {until}: an empty period", field="query.since",
-                        message_zh=f"起始 {since} 晚于截止 {until}：这段时间是空的")  # fmt: skip
+        raise empty_period(since, until)
     board = _models(
         container, Leaderboard(principal.tenant, by, order, preset, first, last, min_hands, offset, limit)
     )
