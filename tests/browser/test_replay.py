@@ -251,16 +251,13 @@ def test_on_a_phone_each_table_found_is_a_card_in_the_pages_language(browser: An
         sign_in(tab, desk)
         tables = desk.api("/v1/tables")["tables"]
         expect(tab.locator("#results-body tr[data-table]")).to_have_count(len(tables))
-        cards_js = """trs => trs.map(tr => [...tr.cells].map(td => {
-            const r = td.getBoundingClientRect();
-            return [td.dataset.label, Math.round(r.top), Math.round(r.right)]; }))"""
         for lang in ("zh", "en"):
             if lang == "en":
                 tab.click("#lang")
                 expect(tab.locator("#lang")).to_have_text("中文")
             heads = tab.eval_on_selector_all("#results thead th", "ths => ths.map(th => th.textContent)")
             width = tab.evaluate("window.innerWidth")
-            for card in tab.eval_on_selector_all("#results-body tr[data-table]", cards_js):
+            for card in tab.eval_on_selector_all("#results-body tr[data-table]", CARDS_JS):
                 assert [label for label, _, _ in card] == heads
                 tops = [top for _, top, _ in card]
                 assert tops == sorted(tops) and len(set(tops)) == len(tops), card
@@ -270,6 +267,51 @@ def test_on_a_phone_each_table_found_is_a_card_in_the_pages_language(browser: An
             if len(words) == len(flagged["flags"]):
                 cell = tab.locator(f"#results-body tr[data-table='{flagged['table_id']}'] td.flag-words")
                 expect(cell).to_have_text(("、" if lang == "zh" else ", ").join(words))
+    finally:
+        context.close()
+
+
+CARDS_JS = """trs => trs.map(tr => [...tr.cells].map(td => {
+    const r = td.getBoundingClientRect();
+    return [td.dataset.label, Math.round(r.top), Math.round(r.right)]; }))"""
+
+
+def test_on_a_phone_each_transfer_of_a_settlement_is_a_card(browser: Any, desk: Desk) -> None:
+    """At 390 px the audit panel's transfers are cards: payer, payee, coins and why one under
+    another, each named in the page's language (again after a switch), inside the screen, with the
+    transfer's derivation in the card. The table scrolled sideways, its derivations out of sight."""
+    table = KONG_TABLE
+    hands = desk.api(f"/v1/tables/{table}/hands")["hands"]
+    settled = [(h, desk.api(f"/v1/tables/{table}/hands/{h['hand']}/settlement")["settlement"]) for h in hands]
+    hand, settlement = max(
+        ((h, s) for h, s in settled if h["winners"]), key=lambda hs: len(hs[1]["transfers"])
+    )
+    assert len(settlement["transfers"]) >= 3  # a hand worth laying out
+    context = browser.new_context(locale="zh-CN", viewport={"width": 390, "height": 844})
+    tab = context.new_page()
+    try:
+        open_at(tab, desk, table, hand["winners"][0]["event"])
+        rows = tab.locator("#settlement table.transfers tr[data-event]")
+        expect(rows).to_have_count(len(settlement["transfers"]))
+        for lang in ("zh", "en"):
+            if lang == "en":
+                tab.click("#lang")
+                expect(tab.locator("#lang")).to_have_text("中文")
+                expect(tab.locator("#settlement table.transfers th").first).to_have_text("payer")
+            heads = tab.locator("#settlement table.transfers th").all_text_contents()
+            width = tab.evaluate("window.innerWidth")
+            cards = tab.eval_on_selector_all("#settlement table.transfers tr[data-event]", CARDS_JS)
+            assert len(cards) == len(settlement["transfers"])
+            for card in cards:
+                assert [label for label, _, _ in card] == heads
+                tops = [top for _, top, _ in card]
+                assert tops == sorted(tops) and len(set(tops)) == len(tops), card
+                assert all(right <= width for _, _, right in card), (card, width)
+            details = tab.eval_on_selector_all(
+                "#settlement table.transfers small.detail", "ns => ns.map(n => n.textContent)"
+            )
+            said = "detail_zh" if lang == "zh" else "detail"
+            assert details == [x[said] for x in settlement["transfers"]]
     finally:
         context.close()
 

@@ -400,15 +400,12 @@ function settlementSection(real, other) {
     }
     sec.append(el("h4", { text: t("derivation") }), ul);
   }
-  const head = el("tr", {}, ...["payer", "payee", "coins_h", "why"].map((k) => el("th", { text: t(k) })));
-  const tr = el("table", { class: "grid transfers" }, head);
-  for (const x of s.transfers || []) {
-    const reason = why.get(transferKey(x));
-    tr.append(el("tr", { "data-event": x.event }, el("td", { text: party(x.from) }), el("td", { text: party(x.to) }),
-      el("td", { class: "amount", text: x.amount }),
-      el("td", {}, el("span", { class: "why", text: reason || x.reason }), el("br"),
-        el("small", { class: "detail muted", text: zhOr(x.detail_zh || x.detail, x.detail) }))));
-  }
+  const head = el("tr", {}, ...["payer", "payee", "coins_h", "why"].map((k) => el("th", { scope: "col", text: t(k) })));
+  const rows = (s.transfers || []).map((x) => el("tr", { "data-event": x.event },
+    cell("payer", { text: party(x.from) }), cell("payee", { text: party(x.to) }), cell("coins_h", { class: "amount", text: x.amount }),
+    cell("why", {}, el("div", {}, el("span", { class: "why", text: why.get(transferKey(x)) || x.reason }), el("br"),
+      el("small", { class: "detail muted", text: zhOr(x.detail_zh || x.detail, x.detail) })))));
+  const tr = el("table", { class: "grid transfers cards" }, el("thead", {}, head), el("tbody", {}, ...rows));
   sec.append(el("h4", { text: t("transfers") }), tr, p(`${t("net")}: ${bySeat(s.net)}`, "net"));
   const rep = S.rp && (S.rp.reported || []);
   sec.append(el("h4", { text: t("reported") }));
@@ -567,8 +564,6 @@ async function search(more = false) {
     $("search-error").textContent = e.status === 403 ? refused(e, $("open-error")) : e.message;
     return;
   }
-  // each cell names its column (data-label, relabelled with the page): on a phone a table is a card
-  const cell = (key, attrs, ...kids) => el("td", { ...attrs, "data-label": t(key), "data-label-key": key }, ...kids);
   for (const x of page.tables) {
     body.append(el("tr", { "data-table": x.table_id },
       cell("table_id", {}, el("button", { type: "button", class: "link", text: x.table_id, onclick: () => openTable(x.table_id) })),
@@ -583,6 +578,9 @@ async function search(more = false) {
 
 // ------------------------------------------------------------------------------------ the page
 function L(name, tag = "span", attrs = {}) { return el(tag, { ...attrs, "data-i18n": name, text: t(name) }); }
+// A cell that names its column (data-label, relabelled with the page): on a phone a table of class
+// "cards" is a card per row (kwx.css).
+function cell(key, attrs, ...kids) { return el("td", { ...attrs, "data-label": t(key), "data-label-key": key }, ...kids); }
 
 // The discovery API's flags (wire ids) in the page's words, each relabelled with the page.
 function flagWords(flags) { return flags.flatMap((x, i) => [...(i ? [L("sep")] : []), L(`f_${x}`, "span", { "data-flag": x })]); }
