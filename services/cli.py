@@ -22,7 +22,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "settle": ("settle", "settle a stream of events read as JSON lines"),
     "simulate": ("simulate", "write simulated, legal table streams"),
     "push": ("push", "send JSON-lines streams to a running kwx in batches, resuming where a table stands"),
-    "projections": ("projections", "rebuild read models: kwx projections rebuild [NAME]"),
+    "projections": (
+        "projections",
+        "the read models: kwx projections rebuild [NAME] / status / retry (parked events) / follow",
+    ),
     "openapi": ("openapi", "print the OpenAPI document of the service"),
 }
 

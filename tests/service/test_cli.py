@@ -119,6 +119,26 @@ def test_building_the_cli_imports_neither_the_web_stack_nor_the_database_driver(
     assert out.strip() == "[]"
 
 
+def test_a_commands_one_line_help_names_each_of_its_actions() -> None:
+    """``kwx --help`` is where an operator first looks: a command with actions (keys, projections)
+    names every one of them there, not only the first (it said ``rebuild`` alone for projections)."""
+    import argparse
+
+    from services.cli import COMMANDS, build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    with_actions = 0
+    for name, sub in commands.choices.items():
+        nested = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+        for actions in nested:
+            with_actions += 1
+            help_text = COMMANDS[name][1]
+            named = [action for action in actions.choices if re.search(rf"\b{action}\b", help_text)]
+            assert named == list(actions.choices), (name, help_text)
+    assert with_actions >= 2
+
+
 @pytest.mark.parametrize(
     ("name", "value", "says"),
     [
