@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import psycopg
 from psycopg import sql
@@ -117,13 +117,17 @@ def sqlalchemy_url(url: str) -> str:
 
 
 def describe(url: str) -> str:
-    """The URL without its password, for messages and logs."""
+    """The URL without its password or other parameters, for messages and logs, still one that
+    ``psql`` connects with: a server on a Unix socket (the embedded one) keeps its ``host`` (and
+    ``port``) parameter, ``postgresql://postgres@/kwx?host=/srv/kwx/.kwx/pg``."""
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    if not host and "host=" in parts.query:
-        host = parts.query.split("host=", 1)[1].split("&", 1)[0]
     port = f":{parts.port}" if parts.port else ""
-    return f"postgresql://{parts.username or ''}@{host}{port}{parts.path}"
+    if parts.hostname:
+        return f"postgresql://{parts.username or ''}@{parts.hostname}{port}{parts.path}"
+    socket = [(k, v) for k, v in parse_qsl(parts.query) if k in ("host", "port")]
+    return f"postgresql://{parts.username or ''}@{port}{parts.path}" + (
+        f"?{urlencode(socket, safe='/')}" if socket else ""
+    )
 
 
 # How long a request waits for a pooled connection: up to POOL_WAIT seconds while the database

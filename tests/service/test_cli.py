@@ -201,6 +201,27 @@ def test_commands_say_which_database_they_use(fresh_url: str, capsys: pytest.Cap
     assert "kwx projections: database" in capsys.readouterr().err
 
 
+def test_the_database_a_command_names_is_one_psql_connects_to(
+    fresh_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The URL a command prints can be pasted into ``psql``: a server on a Unix socket (the
+    embedded one) keeps its ``host`` parameter. It used to print the socket's directory as the
+    URL's path (``postgresql://postgres@/srv/.kwx/pg/kwx``), which names no database."""
+    from services.db import describe
+
+    assert main(["projections", "status"]) == 0
+    named = re.search(r"(postgresql://\S+)", capsys.readouterr().err)
+    assert named is not None
+    with psycopg.connect(named.group(1)) as conn:
+        assert conn.execute("SELECT current_database()").fetchone() == (
+            fresh_url.split("?")[0].rsplit("/", 1)[1],
+        )
+    said = describe("postgresql://kwx:s3cret@db.example:5433/kwx?sslmode=require&password=s3cret")
+    assert said == "postgresql://kwx@db.example:5433/kwx"
+    said = describe("postgresql://kwx:s3cret@/kwx?host=/run/kwx&password=s3cret&port=5433")
+    assert said == "postgresql://kwx@/kwx?host=/run/kwx&port=5433"
+
+
 def test_an_embedded_database_is_made_only_with_init(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
