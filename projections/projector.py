@@ -10,8 +10,11 @@
   back; a restart resumes at the checkpoints; two projectors (two service processes, or a test
   calling :meth:`Projector.catch_up` while the background one runs) serialise on the lock and
   never apply an event twice.
-* **Per-table state**: settlements, 漏胡 and snapshots come from the engine, so the projector
-  folds each table — (tenant, table_id), as every log row says — incrementally, keeping its
+* **Judged once** (issue 16): settlements, 漏胡 and snapshots come from the engine, which the
+  append already ran: it stored each event's facts with it (:mod:`projections.stored_facts`), and
+  the projector takes them as stored when their judge is its own. Only an event another judge
+  stored (an older or newer kwx, or before migration 0012) is folded here: per table — (tenant,
+  table_id), as every log row says — incrementally, keeping its
   :class:`~projections.derive.TableCtx` in a bounded LRU; a table whose cached state is not
   exactly one event behind is refolded from its events.
 * **Parked events** (docs/projections.md §1): an event a read model cannot apply (its ``rows``
