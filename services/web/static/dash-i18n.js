@@ -49,7 +49,7 @@ export const PRESETS = ["default", "xiangyang", "shiyan", "xiaogan", "yunmeng", 
 
 const WORDS = {
   zh: {
-    stats: "玩家统计", player: "玩家", show: "查看", overall: "全部", balance: "金币余额",
+    stats: "玩家统计", player: "玩家", show: "查看", overall: "全部", stat_h: "统计项", balance: "金币余额",
     chart: "金币余额走势", leaderboard: "排行榜", by: "排序", order: "顺序", desc: "降序", asc: "升序",
     since: "起（UTC 日）", until: "止（UTC 日）", preset: "规则", any: "全部", min_hands: "最少局数",
     per_page: "每页", prev: "上一页", next: "下一页", apply: "应用", rank: "名次",
@@ -69,7 +69,7 @@ const WORDS = {
     e_reason: "原因", e_coins: "金币", e_why: "依据", more: "再显示 {n} 条",
   },
   en: {
-    stats: "Player statistics", player: "Player", show: "Show", overall: "Overall", balance: "Balance",
+    stats: "Player statistics", player: "Player", show: "Show", overall: "Overall", stat_h: "Statistic", balance: "Balance",
     chart: "Coin balance over time", leaderboard: "Leaderboard", by: "Rank by", order: "Order",
     desc: "Descending", asc: "Ascending", since: "Since (UTC day)", until: "Until (UTC day)",
     preset: "Preset", any: "Any", min_hands: "Min. hands", per_page: "Per page", prev: "Previous",

@@ -105,7 +105,8 @@ function statsTable(stats) {
   const L = lang();
   const blocks = [["overall", t(L, "overall"), stats.overall],
                   ...Object.keys(stats.presets).sort().map((p) => [p, presetName(p, L), stats.presets[p]])];
-  const head = el("tr", {}, el("th", { text: "" }), ...blocks.map(([k, label]) => el("th", { "data-block": k, text: label })));
+  const head = el("tr", {}, el("th", { scope: "col", text: t(L, "stat_h") }),
+    ...blocks.map(([k, label]) => el("th", { scope: "col", "data-block": k, text: label })));
   const rows = STAT_KEYS.map((key) => el("tr", { "data-stat": key },
     el("th", { scope: "row", text: statLabel(L, key) }),
     ...blocks.map(([k, , block]) => {

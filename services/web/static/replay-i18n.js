@@ -10,7 +10,7 @@ const WORDS = {
   hand_n: ["第{0}局", "Hand {0}"], view: ["视角", "View"], everything: ["全部（客服）", "Everything (support)"],
   seat: ["座位", "Seat"], seat_n: ["{0}", "seat {0}"], seat_opt: ["{0}（座位 {1}）", "seat {1}"], lang: ["English", "中文"], report: ["纠纷报告", "Dispute report"],
   help: ["帮助 ?", "Help ?"], first: ["|◀ 本局开始", "|◀ hand start"], prev: ["◀ 上一步", "◀ back"],
-  next: ["下一步 ▶", "step ▶"], last: ["本局结束 ▶|", "hand end ▶|"], jump: ["跳到事件", "Jump to event"], go: ["跳转", "Go"],
+  next: ["下一步 ▶", "step ▶"], last: ["本局结束 ▶|", "hand end ▶|"], jump: ["跳到事件", "Jump to event"], slider: ["事件进度", "Events of the table"], hands_nav: ["本桌各局", "The table's hands"], go: ["跳转", "Go"],
   j_hu: ["胡", "win"], j_kong: ["杠", "kong"], j_liang_dao: ["亮倒", "declared ready"], j_ruling: ["裁定", "ruling"],
   j_lou_hu: ["漏胡", "missed win"], j_hand: ["局", "hand"], event_of: ["事件 {0} / {1}", "event {0} of {1}"],
   wall: ["牌墙剩余 {0}", "wall {0} left"], dealer: ["庄", "dealer"], turn: ["该出牌", "to play"],

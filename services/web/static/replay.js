@@ -414,7 +414,7 @@ function settlementSection(real, other) {
   const pick = el("select", { id: "whatif-preset" });
   for (const x of PRESETS) pick.append(el("option", { value: x, title: x, text: presetName(x), selected: x === S.whatIf }));
   pick.addEventListener("change", () => { S.whatIf = pick.value; drawAudit(); });
-  sec.append(el("h4", {}, `${t("whatif")} `, pick));
+  sec.append(el("h4", {}, el("label", { for: "whatif-preset", text: t("whatif") }), " ", pick));
   if (other.refused) {
     sec.append(p(t("whatif_refused") + other.refused, "error whatif-refused"));
     return sec;
@@ -578,6 +578,8 @@ async function search(more = false) {
 
 // ------------------------------------------------------------------------------------ the page
 function L(name, tag = "span", attrs = {}) { return el(tag, { ...attrs, "data-i18n": name, text: t(name) }); }
+// An element's name for a screen reader, in the page's language (relabelled with the page).
+function aria(key) { return { "aria-label": t(key), "data-aria-key": key }; }
 // A cell that names its column (data-label, relabelled with the page): on a phone a table of class
 // "cards" is a card per row (kwx.css).
 function cell(key, attrs, ...kids) { return el("td", { ...attrs, "data-label": t(key), "data-label-key": key }, ...kids); }
@@ -626,13 +628,13 @@ function build() {
       el("button", { type: "button", "data-jump": k, "data-dir": -1, text: "◀", onclick: () => jump(k, -1) }),
       L(`j_${k}`), el("button", { type: "button", "data-jump": k, "data-dir": 1, text: "▶", onclick: () => jump(k, 1) })));
   }
-  const jumpForm = el("form", { id: "jump-form" }, L("jump", "label"), " ", el("input", { id: "jump-at", type: "number", min: 1 }), L("go", "button", { type: "submit" }));
+  const jumpForm = el("form", { id: "jump-form" }, L("jump", "label", { for: "jump-at" }), " ", el("input", { id: "jump-at", type: "number", min: 1 }), L("go", "button", { type: "submit" }));
   jumpForm.addEventListener("submit", async (e) => {
     e.preventDefault();
     await go($("jump-at").value);
     $("jump-at").value = String(S.at);  // where the jump landed
   });
-  const slider = el("input", { id: "slider", type: "range", min: 1, max: 1, step: 1 });
+  const slider = el("input", { id: "slider", type: "range", min: 1, max: 1, step: 1, ...aria("slider") });
   slider.addEventListener("input", () => go(slider.value));
   const controls = el("div", { class: "controls card" },
     el("div", { class: "row" },
@@ -642,16 +644,16 @@ function build() {
       L("next", "button", { type: "button", id: "next", onclick: () => go(cur() + 1) }),
       L("last", "button", { type: "button", id: "last", onclick: () => go(handEnd(S.hand)) }), jumpForm),
     slider, jumps, el("p", { id: "note", class: "muted", "aria-live": "polite" }));
-  const top = el("div", { class: "row viewer-head" }, el("h2", { id: "table-title" }), el("nav", { id: "hands" }),
+  const top = el("div", { class: "row viewer-head" }, el("h2", { id: "table-title" }), el("nav", { id: "hands", ...aria("hands_nav") }),
     el("label", {}, L("view"), " ", seatSel),
     L("report", "button", { type: "button", id: "report-btn", onclick: showReport }),
     L("help", "button", { type: "button", id: "help-btn", onclick: () => toggleHelp() }));
   const viewer = el("section", { id: "viewer", hidden: true }, top,
     el("div", { id: "hash-warning", class: "warning", role: "alert", hidden: true }), controls,
     el("div", { class: "replay-grid" }, el("div", { id: "board" }),
-      el("div", { class: "side" }, el("aside", { id: "audit", class: "card" }), el("ol", { id: "timeline", class: "card" }))));
-  const help = el("div", { id: "help", class: "overlay", hidden: true, role: "dialog" },
-    el("div", { class: "card" }, L("help_title", "h3"),
+      el("div", { class: "side" }, el("aside", { id: "audit", class: "card" }), el("ol", { id: "timeline", class: "card", tabindex: 0, ...aria("events") }))));
+  const help = el("div", { id: "help", class: "overlay", hidden: true, role: "dialog", "aria-labelledby": "help-title" },
+    el("div", { class: "card" }, L("help_title", "h3", { id: "help-title" }),
       el("ul", {}, L("k_lr", "li"), L("k_ud", "li"), L("k_pg", "li"), L("k_he", "li"), L("k_seats", "li"), L("k_q", "li")),
       L("close", "button", { type: "button", onclick: () => toggleHelp(false) })));
   // the page's language and the key: from the first screen on, as on the dashboard
@@ -669,6 +671,7 @@ function relabel() {
   for (const o of document.querySelectorAll("#search-form select[name=preset] option")) if (o.value !== "") o.textContent = presetName(o.value);
   for (const n of document.querySelectorAll("[data-preset]")) n.textContent = presetName(n.dataset.preset);
   for (const n of document.querySelectorAll("[data-label-key]")) n.dataset.label = t(n.dataset.labelKey);
+  for (const n of document.querySelectorAll("[data-aria-key]")) n.setAttribute("aria-label", t(n.dataset.ariaKey));
   $("lang").textContent = t("lang");
   document.documentElement.lang = lang();
 }
