@@ -495,6 +495,12 @@ def test_keys_move_as_the_help_says(page: Any, desk: Desk) -> None:
     expect(page.locator("#help")).to_be_visible()
     page.keyboard.press("?")
     expect(page.locator("#help")).to_be_hidden()
+    # opened, the help takes the focus; closed (Escape), it gives it back to the button that opened it
+    page.click("#help-btn")
+    expect(page.locator("#help-close")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(page.locator("#help")).to_be_hidden()
+    expect(page.locator("#help-btn")).to_be_focused()
 
 
 def test_jumps_and_the_lou_hu_explanation(page: Any, desk: Desk) -> None:

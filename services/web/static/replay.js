@@ -652,10 +652,10 @@ function build() {
     el("div", { id: "hash-warning", class: "warning", role: "alert", hidden: true }), controls,
     el("div", { class: "replay-grid" }, el("div", { id: "board" }),
       el("div", { class: "side" }, el("aside", { id: "audit", class: "card" }), el("ol", { id: "timeline", class: "card", tabindex: 0, ...aria("events") }))));
-  const help = el("div", { id: "help", class: "overlay", hidden: true, role: "dialog", "aria-labelledby": "help-title" },
+  const help = el("div", { id: "help", class: "overlay", hidden: true, role: "dialog", "aria-modal": "true", "aria-labelledby": "help-title" },
     el("div", { class: "card" }, L("help_title", "h3", { id: "help-title" }),
       el("ul", {}, L("k_lr", "li"), L("k_ud", "li"), L("k_pg", "li"), L("k_he", "li"), L("k_seats", "li"), L("k_q", "li")),
-      L("close", "button", { type: "button", onclick: () => toggleHelp(false) })));
+      L("close", "button", { type: "button", id: "help-close", onclick: () => toggleHelp(false) })));
   // the page's language and the key: from the first screen on, as on the dashboard
   const pageTop = el("div", { class: "row page-top" },
     el("button", { type: "button", id: "lang", text: t("lang"), onclick: switchLang }),
@@ -663,7 +663,17 @@ function build() {
   view.replaceChildren(pageTop, search_, viewer, el("section", { id: "report", class: "report card", hidden: true }), help);
 }
 
-function toggleHelp(show) { const h = $("help"); h.hidden = show === undefined ? !h.hidden : !show; }
+// The keys' help: opened, it takes the focus (a keyboard is where it is read); closed, it gives the
+// focus back to where it was.
+let helpFrom = null;
+function toggleHelp(show) {
+  const h = $("help");
+  const open = show === undefined ? h.hidden : show;
+  if (open === !h.hidden) return;
+  h.hidden = !open;
+  if (open) { helpFrom = document.activeElement; $("help-close").focus(); }
+  else { (helpFrom && helpFrom.isConnected ? helpFrom : $("help-btn")).focus(); helpFrom = null; }
+}
 
 function relabel() {
   for (const n of document.querySelectorAll("[data-i18n]")) n.textContent = t(n.dataset.i18n);
