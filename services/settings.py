@@ -77,6 +77,8 @@ class Settings:
     ready_max_lag: float = 60.0  # /v1/health/ready: not ready while the read models lag more (seconds)
     metrics: str = "on"  # GET /metrics on the service's port; "off"; or a port number of its own
     read_models: str = "all"  # the read models kept live: "all", or names (kept_models())
+    # origins whose pages may read the API from a browser (CORS: GET and HEAD only); () none
+    cors_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.database_read_url is not None:
@@ -118,6 +120,8 @@ class Settings:
         if not self.ready_max_lag > 0:  # (NaN too)
             raise ValueError(f"KWX_READY_MAX_LAG={self.ready_max_lag}: expected seconds, more than 0")
         self.kept_models()  # (a name it does not know: a ValueError naming it)
+        for origin in self.cors_origins:
+            _check_origin(origin)
 
     def kept_models(self) -> tuple[str, ...]:
         """``KWX_READ_MODELS``: the read models this deployment keeps — the ones its projector
@@ -181,6 +185,9 @@ class Settings:
             ready_max_lag=float(env.get("KWX_READY_MAX_LAG") or 60),
             metrics=(env.get("KWX_METRICS") or "on").strip().lower(),
             read_models=(env.get("KWX_READ_MODELS") or "all").strip(),
+            cors_origins=tuple(
+                filter(None, (o.strip() for o in (env.get("KWX_CORS_ORIGINS") or "").split(",")))
+            ),
         )
 
 
@@ -210,6 +217,36 @@ def check_read_url(url: str) -> None:
         lines = str(exc).replace(url, "the URL").splitlines()
         first = lines[0] if lines else type(exc).__name__
         raise SettingsError(f"DATABASE_READ_URL: libpq cannot read it ({first[:120]})") from None
+
+
+def _origins(text: str | None) -> tuple[str, ...]:
+    """``KWX_CORS_ORIGINS``: origins separated by commas; unset or empty: none."""
+    return tuple(origin for origin in (part.strip() for part in (text or "").split(",")) if origin)
+
+
+def _check_origin(origin: str) -> None:
+    """One ``KWX_CORS_ORIGINS`` entry: an origin as a browser sends it (``https://dash.example.com``,
+    a port if not the scheme's), not ``*``: a key is a bearer secret, so the pages allowed to hold one
+    are named one by one."""
+    from urllib.parse import urlsplit
+
+    expected = "expected origins as a browser sends them, https://HOST[:PORT], separated by commas"
+    if origin == "*":
+        raise ValueError(f"KWX_CORS_ORIGINS: {origin!r} is not allowed: name each origin ({expected})")
+    try:
+        parts = urlsplit(origin)
+        parts.port  # noqa: B018 (a port out of range raises)
+    except ValueError:
+        raise ValueError(f"KWX_CORS_ORIGINS: {origin!r}: {expected}") from None
+    bare = f"{parts.scheme}://{parts.netloc}"
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or origin != bare
+        or "@" in parts.netloc
+        or origin != origin.lower()  # a browser sends the host in lower case; the match is exact
+    ):
+        raise ValueError(f"KWX_CORS_ORIGINS: {origin!r}: {expected}")
 
 
 def _rate(text: str | None, default: str) -> str:

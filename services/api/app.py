@@ -25,6 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services import metrics
@@ -52,6 +53,10 @@ from services.store.faults import DATABASE_ERRORS
 log = get_logger("kwx.api")
 DOCS_ASSETS = "/docs/assets"  # the API docs' scripts, styles and icon (fastapi-offline's static files)
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+# KWX_CORS_ORIGINS: a named origin's pages may read (a dashboard of the platform's own); appends
+# come from a platform's servers, not from browsers, so a preflight for them is refused.
+CORS_METHODS = ("GET", "HEAD")
 
 DESCRIPTION = """Game-record service for 卡五星 (Ka Wu Xing): platforms append table event streams,
 every event is checked by the rules engine and stored once, hash-chained, never changed.
@@ -107,7 +112,17 @@ def create_app(
         app.add_middleware(tables.FastAppend)
     app.add_middleware(ReadHeaders)  # Content-Language / Vary (deps.read_lang), Kwx-Read-From
     app.add_middleware(RequestContext)
-    if (settings or getattr(container, "settings", None) or Settings()).metrics == "on":
+    chosen = settings or getattr(container, "settings", None) or Settings()
+    if chosen.cors_origins:  # outermost: a browser's preflight is answered before keys and limits
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(chosen.cors_origins),
+            allow_methods=list(CORS_METHODS),
+            allow_headers=["Authorization", "Accept", "Accept-Language"],
+            expose_headers=["Content-Language", "Kwx-Read-From", "Retry-After", "X-Request-Id"],
+            max_age=600,
+        )
+    if chosen.metrics == "on":
         _add_metrics_route(app)
     from services import tracing
 
