@@ -161,6 +161,8 @@ def test_a_commands_one_line_help_names_each_of_its_actions() -> None:
         ("DATABASE_READ_URL", "mysql://u@h/db", "DATABASE_READ_URL: expected a PostgreSQL URL"),
         ("DATABASE_READ_URL", "postgresql://u@h:x/db", "DATABASE_READ_URL: not a valid URL"),
         ("KWX_READ_REPLICA_WAIT", "soon", "KWX_READ_REPLICA_WAIT='soon'"),
+        ("KWX_CORS_ORIGINS", "*", "KWX_CORS_ORIGINS: '*' is not allowed: name each origin"),
+        ("KWX_CORS_ORIGINS", "https://a.example/", "KWX_CORS_ORIGINS: 'https://a.example/': expected"),
     ],
 )
 def test_a_setting_kwx_cannot_read_is_named_with_exit_2_and_no_traceback(
