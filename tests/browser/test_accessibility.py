@@ -26,6 +26,21 @@ LOCALES = {"zh": "zh-CN", "en": "en-US"}
 
 _axe = Axe()
 
+# Text the page shows in both languages at once (the header, the sign-in) says which each part is
+# in, so a screen reader reads 回放 as Chinese on an English page and "Sign in" as English on a Chinese one.
+MIXED_JS = r"""() => {
+  const wrong = [];
+  for (const root of document.querySelectorAll("header.bar, #signin")) {
+    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      const text = n.textContent, said = n.parentElement.closest("[lang]").lang;
+      if (/[\u3400-\u9fff\uff08\uff09]/.test(text) && said !== "zh") wrong.push([text, said]);
+      if (/[A-Za-z]/.test(text) && said !== "en") wrong.push([text, said]);
+    }
+  }
+  return wrong;
+}"""
+
 
 def violations(tab: Any) -> list[str]:
     """What axe finds on the page as it stands, a line per rule: its id, impact, help and elements."""
@@ -114,7 +129,9 @@ def test_every_screen_passes_axe(
             show(tab)
             if name != "sign-in":  # the sign-in screen says its few words in both languages
                 assert tab.evaluate("document.documentElement.lang") == lang, name
-            found[name] = violations(tab)
+            found[name] = violations(tab) + [
+                f"{text!r} read as {said}" for text, said in tab.evaluate(MIXED_JS)
+            ]
     finally:
         context.close()
     assert not errors, errors
