@@ -21,6 +21,7 @@ pytestmark = pytest.mark.db
 
 RULES = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]}}
 KONG_TABLE = "sim-17-2"  # test_replay.py's: a kong chain, 亮倒, reported payouts that differ
+LOU_HU_TABLE, LOU_HU_AT = "sim-17-5", 110  # test_replay.py's: a 漏胡 at event 110 of hand 2
 SIZES = [(1280, 800), (390, 844)]
 LOCALES = {"zh": "zh-CN", "en": "en-US"}
 
@@ -89,8 +90,19 @@ def replay_screens(desk: Desk) -> list[tuple[str, Callable[[Any], None]]]:
         enter(tab, desk, f"/replay?table={KONG_TABLE}&at={at}&seat=1")
         expect(tab.locator("#step")).to_have_attribute("data-at", str(at))
 
+    def lou_hu(tab: Any) -> None:
+        enter(tab, desk, f"/replay?table={LOU_HU_TABLE}&at={LOU_HU_AT}")
+        expect(tab.locator("#step")).to_have_attribute("data-at", str(LOU_HU_AT))
+
+    def missing(tab: Any) -> None:
+        enter(tab, desk, "/replay")
+        tab.fill("#open-id", "no-such-table")
+        tab.click("#open-form button[type=submit]")
+        expect(tab.locator("#open-error")).not_to_be_empty()
+
     return [("sign-in", lambda tab: tab.goto(f"{desk.base}/replay")), ("search", search),
-            ("table", table), ("help", help_), ("report", report), ("seat view", seat_view)]  # fmt: skip
+            ("table", table), ("help", help_), ("report", report), ("seat view", seat_view),
+            ("a missed win", lou_hu), ("a missing table", missing)]  # fmt: skip
 
 
 def dashboard_screens(desk: Desk) -> list[tuple[str, Callable[[Any], None]]]:
@@ -108,8 +120,18 @@ def dashboard_screens(desk: Desk) -> list[tuple[str, Callable[[Any], None]]]:
         enter(tab, desk, f"/dashboard?player={player}", "dashboard")
         expect(tab.locator("svg.chart")).to_be_visible()
 
+    def refused(tab: Any) -> None:  # a field the API refuses
+        enter(tab, desk, "/dashboard?min_hands=-1")
+        expect(tab.locator("#board .notice")).to_contain_text("query.min_hands")
+
+    def nothing(tab: Any) -> None:  # an empty board, a player nobody has
+        enter(tab, desk, "/dashboard?player=nobody-here&since=2030-01-01")
+        expect(tab.locator("#board-empty")).to_be_visible()
+        expect(tab.locator("#stats .notice")).to_be_visible()
+
     return [("sign-in", lambda tab: tab.goto(f"{desk.base}/dashboard")), ("a player", support),
-            ("a dashboard key", dashboard_key)]  # fmt: skip
+            ("a dashboard key", dashboard_key), ("a refused field", refused),
+            ("nothing found", nothing)]  # fmt: skip
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}px")
