@@ -185,9 +185,7 @@ class Settings:
             ready_max_lag=float(env.get("KWX_READY_MAX_LAG") or 60),
             metrics=(env.get("KWX_METRICS") or "on").strip().lower(),
             read_models=(env.get("KWX_READ_MODELS") or "all").strip(),
-            cors_origins=tuple(
-                filter(None, (o.strip() for o in (env.get("KWX_CORS_ORIGINS") or "").split(",")))
-            ),
+            cors_origins=_origins(env.get("KWX_CORS_ORIGINS")),
         )
 
 
