@@ -27,6 +27,14 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first
 
 pytestmark = pytest.mark.db
 
+# The desk's simulated tables (simulate --seed 17) that tests open by name
+LOU_HU_TABLE, LOU_HU_AT = "sim-17-5", 110  # hand 2 has a 漏胡 at event 110
+KONG_TABLE = "sim-17-2"  # a kong chain, 亮倒 with a hidden triplet, reported payouts that differ
+
+_CARDS_JS = """trs => trs.map(tr => [...tr.cells].map(td => {
+    const r = td.getBoundingClientRect();
+    return [td.dataset.label, Math.round(r.top), Math.round(r.right)]; }))"""
+
 
 def chromium_path() -> str:
     path = os.environ.get("KWX_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -124,6 +132,21 @@ def page(browser: Any, desk: Desk) -> Iterator[Any]:
 def sign_in(page: Any, desk: Desk, role: str = "support") -> None:
     page.fill("#signin input[name=key]", desk.keys[role])
     page.click("#signin button[type=submit]")
+
+
+def assert_cards(tab: Any, heads: str, rows: str) -> int:
+    """On a phone each row of ``rows`` is a card (kwx.css ``table.cards``): its cells one under
+    another, each named (``data-label``) by its column's heading in ``heads``, inside the screen.
+    The number of cards."""
+    named = tab.locator(heads).all_text_contents()
+    width = tab.evaluate("window.innerWidth")
+    cards = tab.eval_on_selector_all(rows, _CARDS_JS)
+    for card in cards:
+        assert [label for label, _, _ in card] == named
+        tops = [top for _, top, _ in card]
+        assert tops == sorted(tops) and len(set(tops)) == len(tops), card  # one under another
+        assert all(right <= width for _, _, right in card), (card, width)
+    return len(cards)
 
 
 def save_screenshot(tab: Any, name: str, size: tuple[int, int], tmp_path: Path) -> Path:

@@ -15,13 +15,11 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
-from tests.browser.conftest import Desk, sign_in
+from tests.browser.conftest import KONG_TABLE, LOU_HU_AT, LOU_HU_TABLE, Desk, sign_in
 
 pytestmark = pytest.mark.db
 
 RULES = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]}}
-KONG_TABLE = "sim-17-2"  # test_replay.py's: a kong chain, 亮倒, reported payouts that differ
-LOU_HU_TABLE, LOU_HU_AT = "sim-17-5", 110  # test_replay.py's: a 漏胡 at event 110 of hand 2
 SIZES = [(1280, 800), (390, 844)]
 LOCALES = {"zh": "zh-CN", "en": "en-US"}
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import Desk, save_screenshot, sign_in
+from tests.browser.conftest import Desk, assert_cards, save_screenshot, sign_in
 
 ROOT = Path(__file__).resolve().parents[2]
 STATS_JS = """tds => tds.map(td =>
@@ -281,19 +281,7 @@ def test_on_a_phone_each_coin_entry_is_a_card_read_without_scrolling(browser: An
     try:
         open_dashboard(tab, desk, role="support", query="?player=p001")
         expect(tab.locator("#entries tbody tr")).to_have_count(20)
-        heads = tab.eval_on_selector_all("#entries thead th", "ths => ths.map(th => th.textContent)")
-        cards = tab.eval_on_selector_all(
-            "#entries tbody tr",
-            """trs => trs.slice(0, 5).map(tr => [...tr.cells].map(td => {
-                 const r = td.getBoundingClientRect();
-                 return [td.dataset.label, Math.round(r.top), Math.round(r.right)]; }))""",
-        )
-        width = tab.evaluate("window.innerWidth")
-        for card in cards:
-            assert [label for label, _, _ in card] == heads
-            tops = [top for _, top, _ in card]
-            assert tops == sorted(tops) and len(set(tops)) == len(tops), card  # one under another
-            assert all(right <= width for _, _, right in card), (card, width)
+        assert assert_cards(tab, "#entries thead th", "#entries tbody tr") == 20
     finally:
         context.close()
 

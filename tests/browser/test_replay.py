@@ -15,10 +15,8 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import Desk, save_screenshot, sign_in
+from tests.browser.conftest import KONG_TABLE, LOU_HU_TABLE, Desk, assert_cards, save_screenshot, sign_in
 
-LOU_HU_TABLE = "sim-17-5"  # simulate --seed 17: hand 2 has a 漏胡 at event 110
-KONG_TABLE = "sim-17-2"  # a kong chain, 亮倒 with a hidden triplet, reported payouts that differ
 DEALT_TABLE = "sim-17-1"  # xiangyang would have passed the deal on otherwise (hand 3's start)
 
 
@@ -255,13 +253,7 @@ def test_on_a_phone_each_table_found_is_a_card_in_the_pages_language(browser: An
             if lang == "en":
                 tab.click("#lang")
                 expect(tab.locator("#lang")).to_have_text("中文")
-            heads = tab.eval_on_selector_all("#results thead th", "ths => ths.map(th => th.textContent)")
-            width = tab.evaluate("window.innerWidth")
-            for card in tab.eval_on_selector_all("#results-body tr[data-table]", CARDS_JS):
-                assert [label for label, _, _ in card] == heads
-                tops = [top for _, top, _ in card]
-                assert tops == sorted(tops) and len(set(tops)) == len(tops), card
-                assert all(right <= width for _, _, right in card), (card, width)
+            assert assert_cards(tab, "#results thead th", "#results-body tr[data-table]") == len(tables)
             flagged = next(x for x in tables if len(x["flags"]) > 1)
             words = [FLAG_WORDS[lang][f] for f in flagged["flags"] if f in FLAG_WORDS[lang]]
             if len(words) == len(flagged["flags"]):
@@ -269,11 +261,6 @@ def test_on_a_phone_each_table_found_is_a_card_in_the_pages_language(browser: An
                 expect(cell).to_have_text(("、" if lang == "zh" else ", ").join(words))
     finally:
         context.close()
-
-
-CARDS_JS = """trs => trs.map(tr => [...tr.cells].map(td => {
-    const r = td.getBoundingClientRect();
-    return [td.dataset.label, Math.round(r.top), Math.round(r.right)]; }))"""
 
 
 def test_on_a_phone_each_transfer_of_a_settlement_is_a_card(browser: Any, desk: Desk) -> None:
@@ -298,15 +285,10 @@ def test_on_a_phone_each_transfer_of_a_settlement_is_a_card(browser: Any, desk: 
                 tab.click("#lang")
                 expect(tab.locator("#lang")).to_have_text("中文")
                 expect(tab.locator("#settlement table.transfers th").first).to_have_text("payer")
-            heads = tab.locator("#settlement table.transfers th").all_text_contents()
-            width = tab.evaluate("window.innerWidth")
-            cards = tab.eval_on_selector_all("#settlement table.transfers tr[data-event]", CARDS_JS)
-            assert len(cards) == len(settlement["transfers"])
-            for card in cards:
-                assert [label for label, _, _ in card] == heads
-                tops = [top for _, top, _ in card]
-                assert tops == sorted(tops) and len(set(tops)) == len(tops), card
-                assert all(right <= width for _, _, right in card), (card, width)
+            cards = assert_cards(
+                tab, "#settlement table.transfers th", "#settlement table.transfers tr[data-event]"
+            )
+            assert cards == len(settlement["transfers"])
             details = tab.eval_on_selector_all(
                 "#settlement table.transfers small.detail", "ns => ns.map(n => n.textContent)"
             )
