@@ -123,7 +123,8 @@ def describe(url: str) -> str:
     parts = urlsplit(url)
     port = f":{parts.port}" if parts.port else ""
     if parts.hostname:
-        return f"postgresql://{parts.username or ''}@{parts.hostname}{port}{parts.path}"
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # IPv6, as libpq writes it
+        return f"postgresql://{parts.username or ''}@{host}{port}{parts.path}"
     socket = [(k, v) for k, v in parse_qsl(parts.query) if k in ("host", "port")]
     return f"postgresql://{parts.username or ''}@{port}{parts.path}" + (
         f"?{urlencode(socket, safe='/')}" if socket else ""

@@ -222,6 +222,15 @@ def test_the_database_a_command_names_is_one_psql_connects_to(
     assert said == "postgresql://kwx@db.example:5433/kwx"
     said = describe("postgresql://kwx:s3cret@/kwx?host=/run/kwx&password=s3cret&port=5433")
     assert said == "postgresql://kwx@/kwx?host=/run/kwx&port=5433"
+    # An IPv6 address keeps its brackets: without them the port reads as part of the address.
+    said = describe("postgresql://kwx:s3cret@[::1]:5433/kwx?sslmode=require")
+    assert said == "postgresql://kwx@[::1]:5433/kwx"
+    assert psycopg.conninfo.conninfo_to_dict(said) == {
+        "user": "kwx",
+        "host": "::1",
+        "port": "5433",
+        "dbname": "kwx",
+    }
 
 
 def test_an_embedded_database_is_made_only_with_init(
