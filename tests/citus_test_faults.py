@@ -40,7 +40,7 @@ import pytest
 from domain import engine as domain_engine
 from domain.events import convert
 from tests import citus_cluster
-from tests.service.serving import serve_subprocess, wait_for
+from tests.service.serving import serving, wait_for
 from tests.service.streams import legal_table, relabel
 from tests.service.test_global_read import drain
 
@@ -213,17 +213,16 @@ def served(pg_cluster: Any, tmp_path: Path) -> Iterator[Served]:
     finally:
         pool.close()
     out = tmp_path / "serve.out"
-    proc, base, _port = serve_subprocess(url, out, workers=2, KWX_PROJECTOR="on", KWX_LOG_LEVEL="info",
-                                         KWX_POOL_SIZE="2", KWX_PROJECTOR_NICE="0")  # fmt: skip
-    try:
+    with serving(
+        url,
+        out,
+        workers=2,
+        KWX_PROJECTOR="on",
+        KWX_LOG_LEVEL="info",
+        KWX_POOL_SIZE="2",
+        KWX_PROJECTOR_NICE="0",
+    ) as (proc, base, _port):
         yield Served(url, base, key, out, proc)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(30)
 
 
 def _records(out: Path) -> list[dict[str, Any]]:

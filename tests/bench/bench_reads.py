@@ -51,11 +51,10 @@ def run() -> None:
     warnings.filterwarnings("ignore", module="platformdirs")
     from services.db import ensure_database, start_embedded
     from tests.service.readload import load_tables, routes, sequential
-    from tests.service.serving import serve_subprocess
+    from tests.service.serving import serving
 
     base_dir = Path(tempfile.mkdtemp(prefix="kwx-bench-reads-"))
     server = start_embedded(base_dir / "pg", cleanup_mode="delete")
-    proc = None
     try:
         ensure_database(server.get_uri("postgres"), "bench")
         url = server.get_uri("bench")
@@ -70,21 +69,13 @@ def run() -> None:
              {"KWX_READ_CONCURRENCY": "1000", "KWX_READ_QUEUE": "1000"}),
         ]  # fmt: skip
         for label, extra in configs:
-            proc, base, _ = serve_subprocess(url, base_dir / "serve.out", workers=1, **env, **extra)
-            try:
+            with serving(url, base_dir / "serve.out", workers=1, **env, **extra) as (_, base, _):
                 sequential(base, *other, 10)  # warm
                 print(f"{N} concurrent GETs per route by tenant A, 1 worker, pool of 4, {label}; tenant "
                       "B's state reads meanwhile, one at a time:")  # fmt: skip
                 for name, (path, headers) in routes(loaded).items():
                     _line(base, name, path, headers, other)
-            finally:
-                proc.terminate()
-                proc.wait(30)
-                proc = None
     finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(30)
         server.cleanup()
         shutil.rmtree(base_dir, ignore_errors=True)
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from services.settings import Settings
-from tests.service.serving import serve_subprocess, wait_for
+from tests.service.serving import serving, wait_for
 
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update",
@@ -66,8 +66,7 @@ def desk(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
     url = pg_cluster.create_database("kwx_browser")
     folder = tmp_path_factory.mktemp("desk")
-    proc, base, _ = serve_subprocess(url, folder / "serve.out", workers=1, KWX_LOG_LEVEL="warning")
-    try:
+    with serving(url, folder / "serve.out", workers=1, KWX_LOG_LEVEL="warning") as (_, base, _):
         keys_of = bootstrap(Settings(database_url=url, pool_size=1, log_level="warning"), migrate=False)
         try:
             keys = {role: keys_of.keys.create("desk", role) for role in ("platform", "support", "dashboard")}
@@ -93,9 +92,6 @@ def desk(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
         wait_for(caught_up, 300, "the projector child did not catch up")
         yield Desk(base, keys, tables, url)
-    finally:
-        proc.terminate()
-        proc.wait(60)
 
 
 @pytest.fixture(scope="module")

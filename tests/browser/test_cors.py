@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import Desk
-from tests.service.serving import free_port, serve_subprocess
+from tests.service.serving import free_port, serving
 
 pytestmark = pytest.mark.db
 
@@ -49,15 +49,15 @@ def served(desk: Desk, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tup
     threading.Thread(target=pages.serve_forever, daemon=True).start()
     out = tmp_path_factory.mktemp("cors") / "serve.out"
     try:
-        proc, base, _ = serve_subprocess(
-            desk.database_url, out, workers=1, KWX_LOG_LEVEL="warning", KWX_PROJECTOR="off",
+        with serving(
+            desk.database_url,
+            out,
+            workers=1,
+            KWX_LOG_LEVEL="warning",
+            KWX_PROJECTOR="off",
             KWX_CORS_ORIGINS=f"http://localhost:{port}",
-        )  # fmt: skip
-        try:
+        ) as (_, base, _):
             yield base, port
-        finally:
-            proc.terminate()
-            proc.wait(60)
     finally:
         pages.shutdown()
         pages.server_close()

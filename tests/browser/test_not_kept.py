@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Desk
-from tests.service.serving import serve_subprocess
+from tests.service.serving import serving
 
 pytestmark = [pytest.mark.db]
 
@@ -22,15 +22,15 @@ pytestmark = [pytest.mark.db]
 def narrow(desk: Desk, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The base URL of a service on the desk's database that keeps snapshots and feed only."""
     folder = tmp_path_factory.mktemp("narrow")
-    proc, base, _ = serve_subprocess(
-        desk.database_url, folder / "serve.out", workers=1,
-        KWX_READ_MODELS="snapshots,feed", KWX_PROJECTOR="off", KWX_LOG_LEVEL="warning",
-    )  # fmt: skip
-    try:
+    with serving(
+        desk.database_url,
+        folder / "serve.out",
+        workers=1,
+        KWX_READ_MODELS="snapshots,feed",
+        KWX_PROJECTOR="off",
+        KWX_LOG_LEVEL="warning",
+    ) as (_, base, _):
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(60)
 
 
 @pytest.fixture()

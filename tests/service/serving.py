@@ -3,11 +3,12 @@ port, waiting until it answers, and its process family from /proc (workers, the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -152,6 +153,30 @@ def serve_subprocess(
         proc.wait(30)
         raise
     return proc, base, port
+
+
+@contextlib.contextmanager
+def serving(
+    url: str, out: Path, *, workers: int, seconds: float = 90, **env: str
+) -> Iterator[tuple[subprocess.Popen[bytes], str, int]]:
+    """``serve_subprocess`` for a ``with`` block: (process, base URL, port), stopped (``stop``) when
+    the block ends, however it ends."""
+    proc, base, port = serve_subprocess(url, out, workers=workers, seconds=seconds, **env)
+    try:
+        yield proc, base, port
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes], seconds: float = 30) -> int:
+    """SIGTERM, and SIGKILL if ``proc`` has not exited within ``seconds``: its exit code. A process
+    that has already exited (a test killed it) is only reaped."""
+    proc.terminate()
+    try:
+        return proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait(30)
 
 
 def release_embedded(server: object) -> None:

@@ -33,7 +33,7 @@ import psycopg
 import pytest
 
 from tests.conftest import with_database
-from tests.service.serving import allow_connections, release_embedded, serve_subprocess, wait_for
+from tests.service.serving import allow_connections, release_embedded, serve_subprocess, stop, wait_for
 from tests.service.streams import legal_table
 
 pytestmark = pytest.mark.db
@@ -300,15 +300,6 @@ def _serve(url: str, out: Path) -> tuple[subprocess.Popen[bytes], str]:
     return serve, base
 
 
-def _stop(serve: subprocess.Popen[bytes]) -> None:
-    serve.terminate()
-    try:
-        serve.wait(30)
-    except subprocess.TimeoutExpired:
-        serve.kill()
-        serve.wait(30)
-
-
 def test_backends_terminated_during_ingest_lose_nothing_and_store_nothing_twice(
     cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -463,7 +454,7 @@ def test_backends_terminated_during_ingest_lose_nothing_and_store_nothing_twice(
             )  # each hand once, in order
     finally:
         done.set()
-        _stop(serve)
+        stop(serve)
     log = out.read_text()
     assert "unexpected_error" not in log and '"status": 500' not in log and '"status":500' not in log
 

@@ -302,96 +302,90 @@ def test_sse_and_long_poll_over_real_http_resume_with_nothing_skipped_or_repeate
     import httpx
 
     from services.store.keys import KeyStore
-    from tests.service.serving import serve_subprocess
+    from tests.service.serving import serving
 
     store, url = private_db
     keys = KeyStore(store.pool)
     mine = {"Authorization": f"Bearer {keys.create('feedlive', 'platform')}"}
     theirs = {"Authorization": f"Bearer {keys.create('feedother', 'platform')}"}
     folder = Path(tempfile.mkdtemp(prefix="kwx-feed-"))
-    proc, base, _ = serve_subprocess(url, folder / "serve.out", workers=1, KWX_PROJECTOR="on",
-                                     KWX_FEED_HEARTBEAT="1", KWX_READ_CONCURRENCY="1")  # fmt: skip
-    try:
-        with httpx.Client(base_url=base, timeout=30) as http:
+    with (
+        serving(
+            url,
+            folder / "serve.out",
+            workers=1,
+            KWX_PROJECTOR="on",
+            KWX_FEED_HEARTBEAT="1",
+            KWX_READ_CONCURRENCY="1",
+        ) as (_, base, _),
+        httpx.Client(base_url=base, timeout=30) as http,
+    ):
 
-            def put(headers: Headers, events: list[dict[str, Any]]) -> None:
-                r = http.post(f"/v1/tables/{_id()}/events", json={"expected_version": 0, "events": events},
-                              headers=headers)  # fmt: skip
-                assert r.status_code == 201, r.text
+        def put(headers: Headers, events: list[dict[str, Any]]) -> None:
+            r = http.post(f"/v1/tables/{_id()}/events", json={"expected_version": 0, "events": events},
+                          headers=headers)  # fmt: skip
+            assert r.status_code == 201, r.text
 
-            # a stream opened before anything is there; entries come as they are projected
-            with http.stream("GET", "/v1/feed", headers=mine, timeout=60) as sse:
-                assert sse.status_code == 200 and sse.headers["content-type"].startswith("text/event-stream")
-                assert _open_feeds(http) == 1  # counted while open (kwx_feeds_open, the gauge)
-                # one read at a time in this process (KWX_READ_CONCURRENCY=1): the open stream holds no
-                # turn, so other reads answer (a held turn: 503 after KWX_READ_WAIT, 2 s)
-                assert http.get("/v1/tables", headers=mine).status_code == 200
-                put(mine, simulated(21, 2))
-                put(theirs, simulated(22, 2))
-                first = _sse_events(sse, 1)  # (closing its line iterator hangs up: a disconnect)
-            # ... the client left after one; more come meanwhile
-            put(mine, _wrong_report())
-            events, _ = violating(6, 2)
-            put(mine, events)
+        # a stream opened before anything is there; entries come as they are projected
+        with http.stream("GET", "/v1/feed", headers=mine, timeout=60) as sse:
+            assert sse.status_code == 200 and sse.headers["content-type"].startswith("text/event-stream")
+            assert _open_feeds(http) == 1  # counted while open (kwx_feeds_open, the gauge)
+            # one read at a time in this process (KWX_READ_CONCURRENCY=1): the open stream holds no
+            # turn, so other reads answer (a held turn: 503 after KWX_READ_WAIT, 2 s)
+            assert http.get("/v1/tables", headers=mine).status_code == 200
+            put(mine, simulated(21, 2))
+            put(theirs, simulated(22, 2))
+            first = _sse_events(sse, 1)  # (closing its line iterator hangs up: a disconnect)
+        # ... the client left after one; more come meanwhile
+        put(mine, _wrong_report())
+        events, _ = violating(6, 2)
+        put(mine, events)
 
-            def everything() -> list[dict[str, Any]]:
-                r = http.get("/v1/feed?format=ndjson&limit=1000", headers=mine)
-                return [json.loads(x) for x in r.text.splitlines()]
+        def everything() -> list[dict[str, Any]]:
+            r = http.get("/v1/feed?format=ndjson&limit=1000", headers=mine)
+            return [json.loads(x) for x in r.text.splitlines()]
 
-            from tests.service.serving import projector_behind, wait_for
+        from tests.service.serving import projector_behind, wait_for
 
-            wait_for(
-                lambda: projector_behind(url) == 0, 60, "the projector child did not project the appends"
-            )
-            total = everything()
-            assert {"settlement", "ruling", "discrepancy"} <= {e["kind"] for e in total}
-            assert [e["seq"] for e in total] == list(range(1, len(total) + 1))
-            # resume with Last-Event-ID: the rest, once, in order
-            with http.stream("GET", "/v1/feed", headers={**mine, "Last-Event-ID": first[0]["id"]},
-                             timeout=60) as sse:  # fmt: skip
-                rest = _sse_events(sse, len(total) - 1)
-            got = first + rest
-            assert [int(e["id"]) for e in got] == [e["seq"] for e in total]
-            assert [json.loads(e["data"]) for e in got] == total
-            assert [e["event"] for e in got] == [e["kind"] for e in total]
-            # heartbeats: a comment while idle (KWX_FEED_HEARTBEAT=1 here)
-            with http.stream("GET", "/v1/feed", headers={**mine, "Last-Event-ID": str(total[-1]["seq"])},
-                             timeout=30) as sse:  # fmt: skip
-                assert next(line for line in sse.iter_lines() if line).startswith(":")
-            # the other tenant's feed holds its own table only, numbered from 1
-            other = [
-                json.loads(x) for x in http.get("/v1/feed?format=ndjson", headers=theirs).text.splitlines()
-            ]
-            assert other and [e["seq"] for e in other] == list(range(1, len(other) + 1))
-            assert not {e["table_id"] for e in other} & {e["table_id"] for e in total}
+        wait_for(lambda: projector_behind(url) == 0, 60, "the projector child did not project the appends")
+        total = everything()
+        assert {"settlement", "ruling", "discrepancy"} <= {e["kind"] for e in total}
+        assert [e["seq"] for e in total] == list(range(1, len(total) + 1))
+        # resume with Last-Event-ID: the rest, once, in order
+        with http.stream("GET", "/v1/feed", headers={**mine, "Last-Event-ID": first[0]["id"]},
+                         timeout=60) as sse:  # fmt: skip
+            rest = _sse_events(sse, len(total) - 1)
+        got = first + rest
+        assert [int(e["id"]) for e in got] == [e["seq"] for e in total]
+        assert [json.loads(e["data"]) for e in got] == total
+        assert [e["event"] for e in got] == [e["kind"] for e in total]
+        # heartbeats: a comment while idle (KWX_FEED_HEARTBEAT=1 here)
+        with http.stream("GET", "/v1/feed", headers={**mine, "Last-Event-ID": str(total[-1]["seq"])},
+                         timeout=30) as sse:  # fmt: skip
+            assert next(line for line in sse.iter_lines() if line).startswith(":")
+        # the other tenant's feed holds its own table only, numbered from 1
+        other = [json.loads(x) for x in http.get("/v1/feed?format=ndjson", headers=theirs).text.splitlines()]
+        assert other and [e["seq"] for e in other] == list(range(1, len(other) + 1))
+        assert not {e["table_id"] for e in other} & {e["table_id"] for e in total}
 
-            # NDJSON long-poll: waits for the next entry, then answers it
-            answer: dict[str, Any] = {}
+        # NDJSON long-poll: waits for the next entry, then answers it
+        answer: dict[str, Any] = {}
 
-            def poll() -> None:
-                answer["r"] = http.get(
-                    f"/v1/feed?format=ndjson&after={total[-1]['seq']}&wait=45", headers=mine
-                )
+        def poll() -> None:
+            answer["r"] = http.get(f"/v1/feed?format=ndjson&after={total[-1]['seq']}&wait=45", headers=mine)
 
-            waiter = threading.Thread(target=poll)
-            waiter.start()
-            put(mine, simulated(23, 1))
-            waiter.join(60)
-            lines = [json.loads(x) for x in answer["r"].text.splitlines()]
-            assert lines and lines[0]["seq"] == total[-1]["seq"] + 1
-            assert [e["seq"] for e in lines] == list(
-                range(total[-1]["seq"] + 1, total[-1]["seq"] + 1 + len(lines))
-            )
+        waiter = threading.Thread(target=poll)
+        waiter.start()
+        put(mine, simulated(23, 1))
+        waiter.join(60)
+        lines = [json.loads(x) for x in answer["r"].text.splitlines()]
+        assert lines and lines[0]["seq"] == total[-1]["seq"] + 1
+        assert [e["seq"] for e in lines] == list(
+            range(total[-1]["seq"] + 1, total[-1]["seq"] + 1 + len(lines))
+        )
 
-            # every stream and poll gave its place back (the open-feeds gauge, summed over processes)
-            wait_for(lambda: _open_feeds(http) == 0, 30, "kwx_feeds_open did not come back to 0")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except Exception:
-            proc.kill()
-            proc.wait(30)
+        # every stream and poll gave its place back (the open-feeds gauge, summed over processes)
+        wait_for(lambda: _open_feeds(http) == 0, 30, "kwx_feeds_open did not come back to 0")
     with psycopg.connect(url) as conn:  # the rows are the tenant's own: none of the other's
         row = conn.execute("SELECT count(*) FROM proj_feed WHERE tenant = 'feedlive'").fetchone()
         assert row is not None and row[0] >= len(total)

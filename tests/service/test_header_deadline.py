@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from tests.service.serving import serve_subprocess
+from tests.service.serving import serving
 
 pytestmark = pytest.mark.db
 
@@ -31,15 +31,15 @@ def server(request: Any, pg_cluster: Any) -> Iterator[tuple[int, Path]]:
     """(port, log file) of ``kwx serve --workers N`` with a 1 s headers' deadline."""
     url = pg_cluster.create_database("kwx_deadline")
     out = Path(tempfile.mkdtemp(prefix="kwx-deadline-")) / "serve.out"
-    proc, _, port = serve_subprocess(
-        url, out, workers=request.param, KWX_PROJECTOR="off", KWX_LOG_LEVEL="info",
+    with serving(
+        url,
+        out,
+        workers=request.param,
+        KWX_PROJECTOR="off",
+        KWX_LOG_LEVEL="info",
         KWX_HEADER_TIMEOUT=str(DEADLINE),
-    )  # fmt: skip
-    try:
+    ) as (_, _, port):
         yield port, out
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def _connect(port: int) -> socket.socket:

@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from tests.service.serving import serve_subprocess, wait_for
+from tests.service.serving import serving, wait_for
 from tests.service.streams import legal_table
 
 pytestmark = pytest.mark.db
@@ -40,18 +40,19 @@ def server(request: Any, pg_cluster: Any) -> Iterator[tuple[int, Path, int, str]
 
     url = pg_cluster.create_database("kwx_limits")
     out = Path(tempfile.mkdtemp(prefix="kwx-limits-")) / "serve.out"
-    proc, _, port = serve_subprocess(
-        url, out, workers=request.param, KWX_PROJECTOR="off", KWX_LOG_LEVEL="info",
-        KWX_MAX_HEADER_BYTES=str(MAX_HEADER_BYTES), KWX_MAX_HEADERS=str(MAX_HEADERS),
-    )  # fmt: skip
-    keys = bootstrap(Settings(database_url=url, pool_size=1), url=url, migrate=False)
-    key = keys.keys.create("limits", "platform")
-    keys.close()
-    try:
+    with serving(
+        url,
+        out,
+        workers=request.param,
+        KWX_PROJECTOR="off",
+        KWX_LOG_LEVEL="info",
+        KWX_MAX_HEADER_BYTES=str(MAX_HEADER_BYTES),
+        KWX_MAX_HEADERS=str(MAX_HEADERS),
+    ) as (proc, _, port):
+        keys = bootstrap(Settings(database_url=url, pool_size=1), url=url, migrate=False)
+        key = keys.keys.create("limits", "platform")
+        keys.close()
         yield port, out, proc.pid, key
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def _connect(port: int) -> socket.socket:

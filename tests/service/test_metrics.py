@@ -18,7 +18,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from services.settings import Settings, SettingsError
-from tests.service.serving import free_port, serve_subprocess, wait_for
+from tests.service.serving import free_port, serving, wait_for
 from tests.service.streams import legal_table, relabel
 
 pytestmark = pytest.mark.db
@@ -161,10 +161,9 @@ def test_every_worker_and_the_projector_are_counted(pg_cluster: Any, tmp_path: P
     process's, summed; the projector's applied events show up too; the dashboard's and the alert
     rules' metrics all exist."""
     url = pg_cluster.create_database("kwx_metrics_multi")
-    proc, base, _ = serve_subprocess(url, tmp_path / "serve.out", workers=2, KWX_LOG_LEVEL="warning",
-                                     KWX_POOL_SIZE="2")  # fmt: skip
-    try:
-        banner = (tmp_path / "serve.out").read_text()
+    out = tmp_path / "serve.out"
+    with serving(url, out, workers=2, KWX_LOG_LEVEL="warning", KWX_POOL_SIZE="2") as (_, base, _):
+        banner = out.read_text()
         assert f"metrics: {base}/metrics" in banner, banner
         headers = _key(url, "multi")
         appended = 0
@@ -204,9 +203,6 @@ def test_every_worker_and_the_projector_are_counted(pg_cluster: Any, tmp_path: P
         for expr in _dashboard_and_alert_exprs():
             for metric in re.findall(r"\bkwx_[a-z_]+\b", expr):
                 assert metric in names, f"{metric} (in {expr!r}) is not exported"
-    finally:
-        proc.terminate()
-        proc.wait(60)
 
 
 def _dashboard_and_alert_exprs() -> list[str]:
@@ -221,12 +217,14 @@ def _dashboard_and_alert_exprs() -> list[str]:
 def test_a_port_of_its_own(pg_cluster: Any, tmp_path: Path) -> None:
     url = pg_cluster.create_database("kwx_metrics_port")
     port = free_port()
-    proc, base, _ = serve_subprocess(url, tmp_path / "serve.out", workers=1, KWX_METRICS=str(port),
-                                     KWX_PROJECTOR="off", KWX_LOG_LEVEL="warning")  # fmt: skip
-    try:
+    with serving(
+        url,
+        tmp_path / "serve.out",
+        workers=1,
+        KWX_METRICS=str(port),
+        KWX_PROJECTOR="off",
+        KWX_LOG_LEVEL="warning",
+    ) as (_, base, _):
         assert httpx.get(f"{base}/metrics").status_code == 404  # not on the service's port
         text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
         assert "kwx_http_requests_total" in text and "kwx_database_up 1.0" in text
-    finally:
-        proc.terminate()
-        proc.wait(60)

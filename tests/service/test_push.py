@@ -15,7 +15,7 @@ import pytest
 
 from services.cli import main
 from services.settings import Settings
-from tests.service.serving import serve_subprocess
+from tests.service.serving import serving
 
 pytestmark = pytest.mark.db
 
@@ -27,17 +27,13 @@ def service(pg_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
     url = pg_cluster.create_database("kwx_push")
     out = tmp_path_factory.mktemp("push") / "serve.log"
-    proc, base, _ = serve_subprocess(url, out, workers=1, KWX_PROJECTOR="off", KWX_LOG_LEVEL="warning")
-    keys = bootstrap(Settings(database_url=url, pool_size=1, log_level="warning"), migrate=False)
-    try:
-        key = keys.keys.create("pushers", "platform")
-    finally:
-        keys.close()
-    try:
+    with serving(url, out, workers=1, KWX_PROJECTOR="off", KWX_LOG_LEVEL="warning") as (_, base, _):
+        keys = bootstrap(Settings(database_url=url, pool_size=1, log_level="warning"), migrate=False)
+        try:
+            key = keys.keys.create("pushers", "platform")
+        finally:
+            keys.close()
         yield base, key
-    finally:
-        proc.terminate()
-        proc.wait(60)
 
 
 def streams(folder: Path, seed: int, tables: int = 2) -> list[Path]:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.service.readload import Answer, Loaded, flood, load_tables, routes
-from tests.service.serving import serve_subprocess
+from tests.service.serving import serving
 
 pytestmark = pytest.mark.db
 
@@ -26,15 +26,16 @@ def server(pg_cluster: Any) -> Iterator[tuple[str, Loaded]]:
     url = pg_cluster.create_database("kwx_readload")
     loaded = load_tables(url)
     out = Path(tempfile.mkdtemp(prefix="kwx-readload-")) / "serve.out"
-    proc, base, _ = serve_subprocess(
-        url, out, workers=1, KWX_PROJECTOR="off", KWX_LOG_LEVEL="warning",
-        KWX_RATE_LIMIT_KEY="off", KWX_RATE_LIMIT_TENANT="off",
-    )  # fmt: skip
-    try:
+    with serving(
+        url,
+        out,
+        workers=1,
+        KWX_PROJECTOR="off",
+        KWX_LOG_LEVEL="warning",
+        KWX_RATE_LIMIT_KEY="off",
+        KWX_RATE_LIMIT_TENANT="off",
+    ) as (_, base, _):
         yield base, loaded
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def _wrong(answers: list[Answer]) -> list[Any]:

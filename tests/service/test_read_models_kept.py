@@ -206,19 +206,15 @@ def test_the_feed_not_kept_answers_501_and_the_ledger_kept_answers(
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_kwx_serve_keeping_none_starts_no_projector(kept: tuple[Any, Any, str], tmp_path: Path) -> None:
-    from tests.service.serving import descendants, serve_subprocess
+    from tests.service.serving import descendants, serving
 
     out = tmp_path / "serve.out"
-    proc, base, _ = serve_subprocess(kept[2], out, workers=1, KWX_READ_MODELS="none", KWX_PROJECTOR="on")
-    try:
+    with serving(kept[2], out, workers=1, KWX_READ_MODELS="none", KWX_PROJECTOR="on") as (proc, base, _):
         assert "projector: none (KWX_READ_MODELS=none" in out.read_text()
         # (the child would be started before the server answers its first request)
         followers = [pid for pid in descendants(proc.pid) if b"follow" in _cmdline(pid)]
         assert followers == []
         assert httpx.get(f"{base}/v1/health", timeout=30).json()["projections"]["models"] == []
-    finally:
-        proc.terminate()
-        proc.wait(60)
 
 
 def _cmdline(pid: int) -> list[bytes]:

@@ -343,13 +343,17 @@ def test_kwx_serve_with_two_workers_reads_from_the_replica(setup: Setup, tmp_pat
     (each with its own replica pool) answer from the replica, byte for byte the primary's."""
     import httpx
 
-    from tests.service.serving import serve_subprocess
+    from tests.service.serving import serving
 
     out = tmp_path / "serve.out"
-    proc, base, _ = serve_subprocess(setup.pair.primary.url("kwx"), out, workers=2, KWX_PROJECTOR="off",
-                                     DATABASE_READ_URL=setup.pair.replica.url("kwx"),
-                                     KWX_LOG_LEVEL="warning")  # fmt: skip
-    try:
+    with serving(
+        setup.pair.primary.url("kwx"),
+        out,
+        workers=2,
+        KWX_PROJECTOR="off",
+        DATABASE_READ_URL=setup.pair.replica.url("kwx"),
+        KWX_LOG_LEVEL="warning",
+    ) as (_, base, _):
         path = f"/v1/tables/{setup.table_id}/state?at=45"
         for _ in range(4):  # (either worker may answer)
             answer = httpx.get(base + path, headers=setup.keys["platform"], timeout=30)
@@ -357,9 +361,6 @@ def test_kwx_serve_with_two_workers_reads_from_the_replica(setup: Setup, tmp_pat
             assert answer.headers["kwx-read-from"] == "replica"
             assert answer.content == setup.get(setup.direct, "platform", path).content
         assert httpx.get(base + "/v1/health", timeout=30).json()["replica"]["status"] == "ok"
-    finally:
-        proc.terminate()
-        proc.wait(60)
     assert "kwx: read replica postgresql://postgres@127.0.0.1:" in out.read_text()
 
 
