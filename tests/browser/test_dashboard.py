@@ -385,27 +385,42 @@ def board_query(**asked: Any) -> str:
 
 
 SORTED_IN_VIEW_JS = """() => {
-  const box = document.querySelector('#board .scroll').getBoundingClientRect();
-  const fixed = document.querySelector('#board-table th:nth-child(2)').getBoundingClientRect();
+  const scroller = document.querySelector('#board .scroll');
+  const box = scroller.getBoundingClientRect();
+  const player = document.querySelector('#board-table th:nth-child(2)');
+  const fixed = player.getBoundingClientRect();
   const th = document.querySelector('#board-table th.sorted').getBoundingClientRect();
-  return [th.left - fixed.right, box.right - th.right];
+  const cut = [...document.querySelectorAll('#board-table thead th')].slice(2).filter((c) => {
+    const r = c.getBoundingClientRect();
+    return r.left < fixed.right - 1 && r.right > fixed.right + 1;
+  }).map((c) => c.dataset.sort);
+  return {after_fixed: th.left - fixed.right, before_edge: box.right - th.right, cut,
+          scrolled: scroller.scrollLeft, end: scroller.scrollWidth - scroller.clientWidth,
+          marked: scroller.classList.contains('scrolled'), shadow: getComputedStyle(player).boxShadow};
 }"""
 
 
-def board_is(page: Any, by: str, order: str) -> None:
+def board_is(page: Any, by: str, order: str, *, uncut: bool = False) -> None:
     """The board is ranked by ``by`` in ``order``, and that column is in view: right of the sticky
-    rank and player columns, inside the board's scrolling box."""
+    rank and player columns, inside the board's scrolling box. No column is cut beneath the sticky
+    ones unless the board is scrolled to its very end (a last column, whose start it cannot reach
+    there; ``uncut``: not even then), and once scrolled their edge casts a shadow."""
     table = page.locator("#board-table")
     expect(table).to_have_attribute("data-by", by)
     expect(table).to_have_attribute("data-order", order)
-    after_fixed, before_edge = page.evaluate(SORTED_IN_VIEW_JS)
-    assert after_fixed >= -1 and before_edge >= -1, (by, after_fixed, before_edge)
+    seen = page.evaluate(SORTED_IN_VIEW_JS)
+    assert seen["after_fixed"] >= -1 and seen["before_edge"] >= -1, (by, seen)
+    assert not seen["cut"] or (seen["scrolled"] >= seen["end"] - 1 and not uncut), (by, seen)
+    assert seen["marked"] == (seen["scrolled"] > 0), (by, seen)
+    assert (seen["shadow"] != "none") == (seen["scrolled"] > 0), (by, seen)
 
 
 def test_clicking_each_column_sorts_the_board_as_the_api_does_both_ways(page: Any, desk: Desk) -> None:
     keys = sortable()
     open_dashboard(page, desk)
-    board_is(page, "net_coins", "desc")
+    # (net coins sits far right on a board wider than the box: the scroll that shows it used to end
+    # at the board's end, a column's digits peeking out beside the player ids)
+    board_is(page, "net_coins", "desc", uncut=True)
     page.locator("#board-table th[data-sort=net_coins] button").click()
     board_is(page, "net_coins", "asc")
     page.locator("#board-table th[data-sort=net_coins] button").click()

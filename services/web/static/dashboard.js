@@ -279,18 +279,33 @@ async function showBoard() {
 }
 
 // The column the board is ranked by is in view beside the sticky rank and player columns: a wide
-// board on a narrow screen scrolls to it (a redraw starts at the left edge).
+// board on a narrow screen scrolls to it (a redraw starts at the left edge), to a column's start, so
+// that no column is cut beneath the sticky ones where the sorted one can be shown whole without.
 function showSorted(scroller) {
   const sorted = scroller && scroller.querySelector("th.sorted");
   if (!sorted) return;
+  scroller.onscroll = () => scroller.classList.toggle("scrolled", scroller.scrollLeft > 0);
   // where the sticky player column ends once stuck (its CSS `left`, not its place in the flow:
   // the rank column may be wider than that offset, and a scrolled column would peek between)
   const player = scroller.querySelector("th:nth-child(2)");
   const fixed = player ? (parseFloat(getComputedStyle(player).left) || 0) + player.offsetWidth : 0;
   const left = sorted.offsetLeft, right = left + sorted.offsetWidth;
   if (left < scroller.scrollLeft + fixed || right > scroller.scrollLeft + scroller.clientWidth) {
-    scroller.scrollLeft = Math.max(0, left - fixed);
+    scroller.scrollLeft = columnStart(scroller, fixed, left - fixed, right);
   }
+  scroller.onscroll();
+}
+
+// The scroll position `want` (a column's start at the sticky columns' edge) if the board scrolls that
+// far; else the furthest column start from which the column ending at `right` is still whole; else
+// (a last column, whose start the board cannot reach) the board's end, one column cut beneath the
+// sticky ones, which their shadow shows.
+function columnStart(scroller, fixed, want, right) {
+  const most = scroller.scrollWidth - scroller.clientWidth;
+  if (want <= most) return Math.max(0, want);
+  const starts = [...scroller.querySelectorAll("thead th")].map((th) => th.offsetLeft - fixed)
+    .filter((at) => at > 0 && at <= most && at + scroller.clientWidth >= right);
+  return starts.length ? Math.max(...starts) : most;
 }
 
 function openPlayer(player) {
