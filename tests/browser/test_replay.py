@@ -518,6 +518,39 @@ def test_jumps_and_the_lou_hu_explanation(page: Any, desk: Desk) -> None:
     expect(page.locator("#step")).to_have_attribute("data-at", str(hands[2]["first_event"]))
 
 
+LINE_IN_LIST_JS = """() => {
+  const box = document.querySelector('#timeline').getBoundingClientRect();
+  const line = document.querySelector('#timeline li.current').getBoundingClientRect();
+  return {y: scrollY, inside: line.top >= box.top - 1 && line.bottom <= box.bottom + 1};
+}"""
+
+
+@pytest.mark.parametrize("size", [(390, 844), (1280, 800)])
+def test_a_step_keeps_the_page_where_it_is_and_its_line_in_the_list(
+    browser: Any, desk: Desk, size: tuple[int, int]
+) -> None:
+    """Opening a table and stepping through it leave the page at its top; the event list scrolls
+    itself to the current line. On a phone the list is below the board, and each step (and the
+    opening) scrolled the page down to it, below the controls being pressed."""
+    context = browser.new_context(locale="zh-CN", viewport={"width": size[0], "height": size[1]})
+    tab = context.new_page()
+    try:
+        events = len(desk.tables[KONG_TABLE])
+        open_at(tab, desk, KONG_TABLE, events - 5)
+        seen = tab.evaluate(LINE_IN_LIST_JS)
+        assert seen == {"y": 0, "inside": True}, seen
+        for at in (events - 4, events - 3):
+            tab.click("#next")
+            expect(tab.locator("#step")).to_have_attribute("data-at", str(at))
+            seen = tab.evaluate(LINE_IN_LIST_JS)
+            assert seen == {"y": 0, "inside": True}, (at, seen)
+        tab.click("#first")
+        expect(tab.locator("#timeline li.current")).to_have_count(1)
+        assert tab.evaluate(LINE_IN_LIST_JS) == {"y": 0, "inside": True}
+    finally:
+        context.close()
+
+
 def test_a_step_is_one_state_read(page: Any, desk: Desk) -> None:
     open_at(page, desk, KONG_TABLE, 10)
     page.keyboard.press("ArrowRight")

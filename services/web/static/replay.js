@@ -254,7 +254,16 @@ function drawTimeline() {
     li.addEventListener("click", () => go(l.version));
     list.append(li);
   }
-  if (current) current.scrollIntoView({ block: "nearest" });
+  if (current) showInList(list, current);
+}
+
+// The current line in view inside the list's own scroll box, the page left where it is: on a phone
+// the list is below the board, and `scrollIntoView` pulled the page down to it on every step (a
+// table opened from a link landed below its controls).
+function showInList(list, item) {
+  const box = list.getBoundingClientRect(), at = item.getBoundingClientRect();
+  if (at.top < box.top) list.scrollTop += at.top - box.top;
+  else if (at.bottom > box.bottom) list.scrollTop += at.bottom - box.bottom;
 }
 
 function p(text, cls = "") { return el("p", { class: cls, text }); }
