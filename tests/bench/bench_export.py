@@ -72,6 +72,7 @@ def run() -> None:
     from services.db import ensure_database, start_embedded
     from services.settings import Settings
     from services.store import export
+    from tests.conftest import with_database
 
     base_dir: Path | None = None
     server = None
@@ -82,11 +83,13 @@ def run() -> None:
         admin = server.get_uri("postgres")
     name = f"kwx_bench_export_{os.getpid()}"
     ensure_database(admin, name)
-    url = admin.rsplit("/", 1)[0] + "/" + name
+    url = with_database(admin, name)  # (a socket URL names its folder in the query: not a path to cut)
     container = None
     try:
         migrate.upgrade(url)
-        container = bootstrap(Settings(database_url=url, projector="off"), url=url, migrate=False)
+        container = bootstrap(
+            Settings(database_url=url, projector="off", log_level="warning"), url=url, migrate=False
+        )
         sizes = {"t200": 200, "t20": 20, "t8": 8}
         counts = {}
         for table_id, hands in sizes.items():
