@@ -253,6 +253,7 @@ def test_the_coin_entries_say_each_entry_newest_first_and_open_its_hand(page: An
     open_dashboard(page, desk, role="support", query="?player=p001")
     rows = page.locator("#entries tbody tr")
     expect(rows).to_have_count(20)
+    expect(page.locator("#entries h4")).to_have_text("金币明细（最后入账在前）")
     assert page.eval_on_selector_all("#entries tbody tr", ENTRY_JS) == [
         said_entry(e, "zh") for e in newest[:20]
     ]
@@ -262,7 +263,9 @@ def test_the_coin_entries_say_each_entry_newest_first_and_open_its_hand(page: An
         said_entry(e, "zh") for e in newest[20:40]
     ]
     page.click("#lang")
-    expect(page.locator("#entries h4")).to_have_text("Coin entries, newest first")
+    expect(page.locator("#entries h4")).to_have_text("Coin entries, last booked first")
+    # booking order, not time order: the list says so, and why its times may not run in order
+    expect(page.locator("#entries-order")).to_contain_text("a table sent late is booked late")
     expect(rows).to_have_count(20)
     assert page.eval_on_selector_all("#entries tbody tr", ENTRY_JS) == [
         said_entry(e, "en") for e in newest[:20]

@@ -65,7 +65,8 @@ const WORDS = {
     newest: "显示最新 {n} 条，共 {total} 条",
     // a transfer's reason (CONTRACT §2) in the words of the API's projections/wording.REASONS
     r_hu: "胡牌", r_kong: "杠钱", r_exhausted: "荒庄", r_piao: "漂", r_fee: "服务费",
-    entries_newest: "金币明细（最新在前）", e_time: "时间（UTC）", e_hand: "牌桌 · 局", e_with: "对方",
+    entries_newest: "金币明细（最后入账在前）",
+    entries_order: "按入账顺序，每条后为当时余额；晚送来的牌桌晚入账，所以时间可能前后交错。", e_time: "时间（UTC）", e_hand: "牌桌 · 局", e_with: "对方",
     e_reason: "原因", e_coins: "金币", e_why: "依据", more: "再显示 {n} 条",
   },
   en: {
@@ -86,7 +87,8 @@ const WORDS = {
     pick: "Type a player id, or pick a player in the leaderboard.", no_players: "No players match.",
     newest: "the newest {n} of {total}",
     r_hu: "win", r_kong: "kong money", r_exhausted: "exhausted wall", r_piao: "piao", r_fee: "service fee",
-    entries_newest: "Coin entries, newest first", e_time: "Time (UTC)", e_hand: "Table · hand", e_with: "With",
+    entries_newest: "Coin entries, last booked first",
+    entries_order: "In the order they were booked, each with the balance after it; a table sent late is booked late, so the times may run out of order.", e_time: "Time (UTC)", e_hand: "Table · hand", e_with: "With",
     e_reason: "Reason", e_coins: "Coins", e_why: "How it was paid", more: "{n} more",
   },
 };

@@ -194,6 +194,7 @@ function showEntries(box, entries, shown) {
                       onclick: () => showEntries(box, entries, shown + ENTRIES_SHOWN) })]
     : [];
   box.replaceChildren(el("h4", { text: t(L, "entries_newest") }),
+    el("p", { class: "muted", id: "entries-order", text: t(L, "entries_order") }),
     el("div", { class: "scroll" }, el("table", { class: "grid entries cards", "data-shown": rows.length },
       el("thead", {}, head), el("tbody", {}, ...rows))), ...more);
 }
