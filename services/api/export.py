@@ -334,19 +334,23 @@ def _line(ev: Any, players: list[str], ruling: dict[str, Any] | None, lang: str)
 
     tile = tile_of(getattr(ev, "tile", None))
     discard = tile_of(getattr(ev, "discard", None))
+    winners = list(getattr(ev, "winners", []))  # (one wins, two win)
+    # a kong said by its kind, as the timeline says it (直杠 / "an exposed kong")
+    kind = wording.KONGS.get(getattr(ev, "kind", ""), ("杠", "kong"))
+    kong, kong_en = kind[0], ("an " if kind[1][0] in "ae" else "a ") + kind[1]
     zh = {"hand_started": f"第{getattr(ev, 'hand', '')}局开始，庄家{who(getattr(ev, 'dealer', None))}",
           "tile_drawn": f"{who(seat)}摸{tile}", "tile_discarded": f"{who(seat)}打{tile}",
-          "peng": f"{who(seat)}碰{tile}", "kong": f"{who(seat)}杠{tile}",
+          "peng": f"{who(seat)}碰{tile}", "kong": f"{who(seat)}{kong}{tile}",
           "liang_dao": f"{who(seat)}亮倒，打{discard}",
-          "hu": "、".join(who(w) for w in getattr(ev, "winners", [])) + f"胡{tile}",
+          "hu": "、".join(who(w) for w in winners) + f"胡{tile}",
           "hand_exhausted": "荒庄：牌墙摸完", "hand_aborted": "本局作废", "ma_drawn": f"买码{tile}",
           "wall_revealed": "公开牌墙", "settlement_reported": "平台上报结算", "table_closed": "牌桌结束",
           "table_opened": "开桌"}  # fmt: skip
     en = {"hand_started": f"hand {getattr(ev, 'hand', '')} starts, dealer {who(getattr(ev, 'dealer', None))}",
           "tile_drawn": f"{who(seat)} draws {tile}", "tile_discarded": f"{who(seat)} discards {tile}",
-          "peng": f"{who(seat)} pengs {tile}", "kong": f"{who(seat)} kongs {tile}",
-          "liang_dao": f"{who(seat)} declares liang dao, discarding {discard}",
-          "hu": " and ".join(who(w) for w in getattr(ev, "winners", [])) + f" win on {tile}",
+          "peng": f"{who(seat)} pengs {tile}", "kong": f"{who(seat)} makes {kong_en} of {tile}",
+          "liang_dao": f"{who(seat)} declares ready (liang dao), discarding {discard}",
+          "hu": " and ".join(who(w) for w in winners) + f" {'win' if len(winners) > 1 else 'wins'} on {tile}",
           "hand_exhausted": "the wall is exhausted", "hand_aborted": "the hand is voided",
           "ma_drawn": f"ma tile {tile}", "wall_revealed": "the wall is revealed",
           "settlement_reported": "the platform reports its settlement", "table_closed": "the table closes",

@@ -913,6 +913,8 @@ def test_a_differing_report_says_each_line_reported_and_computed(page: Any, desk
         said_tile = f"{wording.tile(w['tile'], lang)} · "
         expect(page.locator("#report p.win-line").nth(i)).to_contain_text(said_tile)
     expect(page.locator("#report table.events th").nth(2)).to_have_text("哈希" if lang == "zh" else "Hash")
+    # one event a row: the column says "Event" (it said "Events", the heading's word)
+    expect(page.locator("#report table.events th").nth(1)).to_have_text("事件" if lang == "zh" else "Event")
 
 
 CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")

@@ -297,6 +297,35 @@ def test_the_chinese_report_says_seats_tiles_and_coins_as_the_timeline_and_settl
     assert "kwx verify" in zh["chain"]["how_to_check"] and "then" not in zh["chain"]["how_to_check"]
 
 
+def test_the_english_report_says_each_event_in_the_timelines_words(
+    client: Any, platform: dict[str, str], support: dict[str, str]
+) -> None:
+    """The English report's event lines say what the timeline's English says: ``declares ready (liang
+    dao)`` (it said ``declares liang dao``: 亮倒 left in pinyin), a kong by its kind (``makes an
+    exposed kong of 9 bamboo``, it said ``kongs``), and one winner ``wins`` (it said ``p008 win``)."""
+    table_id = _new_id()
+    events = simulated(11, 4, preset="default")
+    append(client, platform, table_id, events)
+    kinds = {"exposed": "an exposed kong of", "added": "an added kong of", "concealed": "a concealed kong of"}
+    seen: set[str] = set()
+    for hand in range(1, 5):
+        report = client.get(f"/v1/tables/{table_id}/hands/{hand}/report?lang=en", headers=support).json()
+        for row in report["events"]:
+            event = events[row["version"] - 1]
+            line = row["line"].split(" (ruling: ")[0]
+            if event["type"] == "liang_dao":
+                assert " declares ready (liang dao), discarding " in line, line
+            elif event["type"] == "kong":
+                assert f" makes {kinds[event['kind']]} " in line, line
+            elif event["type"] == "hu":
+                assert line.endswith(" on " + line.rsplit(" on ", 1)[1]), line
+                assert (" wins on " in line) == (len(event["winners"]) == 1), line
+            else:
+                continue
+            seen.add(event["type"])
+    assert seen == {"liang_dao", "kong", "hu"}, seen  # the table shows each
+
+
 def test_an_export_stops_at_the_head_it_read_while_events_are_appended(
     client: Any, container: Any, platform: dict[str, str], support: dict[str, str], tenant: str,
     monkeypatch: Any, tmp_path: Path, capsys: Any,

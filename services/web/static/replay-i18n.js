@@ -56,7 +56,7 @@ const WORDS = {
   k_seats: ["甲 / 乙 / 丙：座位 0 / 1 / 2（接口里的 seat 编号）", "seat 0 / 1 / 2: the API's seat numbers (甲 / 乙 / 丙 on Chinese pages)"],
   close: ["关闭", "Close"], none_found: ["没有了：{0}", "none further: {0}"], seat_only: ["座位视角：只显示该座位当时看到的", "Seat view: only what this seat saw"],
   print: ["打印", "Print"], back: ["返回回放", "Back to the replay"], chain: ["哈希链", "Hash chain"],
-  verified: ["已验证", "verified"], head_at: ["头哈希（事件 {0}）", "head (event {0})"], hash_h: ["哈希", "Hash"], broken: ["不一致", "broken"], events: ["事件", "Events"], decision_of: ["决定：{0}", "decisions of seat {0}"],
+  verified: ["已验证", "verified"], head_at: ["头哈希（事件 {0}）", "head (event {0})"], hash_h: ["哈希", "Hash"], broken: ["不一致", "broken"], events: ["事件", "Events"], event_col: ["事件", "Event"], decision_of: ["决定：{0}", "decisions of seat {0}"],
   draws: ["摸牌", "draws"], passed_win: ["{0}可胡而未胡（漏胡）", "seat {0} could have won on it and passed (missed win)"],
   k_tile_discarded: ["打出", "discards"], k_tile_drawn: ["摸牌", "draws"], k_replacement_draw: ["补牌", "replacement draw"],
   k_peng: ["碰", "peng"], k_kong: ["杠", "kong"], k_liang_dao: ["亮倒", "declares ready"], k_hu: ["胡", "wins"],

@@ -503,7 +503,7 @@ async function showReport() {
   if ((rp.reported || []).length) box.append(el("h3", { text: t("reported") }));
   for (const r of rp.reported || []) box.append(...reportedSaid(r));
   for (const x of rp.lou_hu || []) box.append(p(x.text || JSON.stringify(x), "warn"));
-  const table = el("table", { class: "grid events" }, el("tr", {}, el("th", { text: "#" }), el("th", { text: t("events") }), el("th", { text: t("hash_h") })));
+  const table = el("table", { class: "grid events" }, el("tr", {}, el("th", { text: "#" }), el("th", { text: t("event_col") }), el("th", { text: t("hash_h") })));
   for (const e of rp.events) table.append(el("tr", {}, el("td", { text: e.version }), el("td", { text: e.line || e.type }), el("td", { class: "hash", text: e.hash })));
   box.append(el("h3", { text: t("events") }), table);
   $("viewer").hidden = true;
