@@ -518,6 +518,71 @@ def test_jumps_and_the_lou_hu_explanation(page: Any, desk: Desk) -> None:
     expect(page.locator("#step")).to_have_attribute("data-at", str(hands[2]["first_event"]))
 
 
+@pytest.fixture(scope="module")
+def long_table(desk: Desk) -> tuple[str, str]:
+    """(a support key, the table id) of a 30-hand table in a tenant of its own (the desk's tables
+    stay as the other tests count them)."""
+    import random
+
+    from domain.simulate import simulate_table
+    from services.bootstrap import bootstrap
+    from services.settings import Settings
+
+    keys_of = bootstrap(
+        Settings(database_url=desk.database_url, pool_size=1, log_level="warning"), migrate=False
+    )
+    try:
+        platform, support = (keys_of.keys.create("longdesk", role) for role in ("platform", "support"))
+    finally:
+        keys_of.close()
+    events = simulate_table(random.Random(5), 30, {"preset": "default"}, "long-30")
+    for start in range(0, len(events), 500):
+        body = {"events": events[start : start + 500], "expected_version": start}
+        answer = httpx.post(f"{desk.base}/v1/tables/long-30/events", json=body,
+                            headers={"Authorization": f"Bearer {platform}"}, timeout=120)  # fmt: skip
+        assert answer.status_code == 201, answer.text
+    return support, "long-30"
+
+
+HANDS_ROW_JS = """() => {
+  const nav = document.querySelector('#hands'), box = nav.getBoundingClientRect();
+  const button = nav.querySelector('button').getBoundingClientRect();
+  const current = nav.querySelector('button.current').getBoundingClientRect();
+  return {rows: Math.round(box.height / button.height), scrolls: nav.scrollWidth > nav.clientWidth,
+          inside: current.left >= box.left - 1 && current.right <= box.right + 1,
+          hand: Number(nav.querySelector('button.current').dataset.hand), y: scrollY};
+}"""
+
+
+@pytest.mark.parametrize("size", [(390, 844), (1280, 800)])
+def test_on_a_phone_a_long_tables_hands_are_one_row_that_keeps_the_hand_in_view(
+    browser: Any, desk: Desk, long_table: tuple[str, str], size: tuple[int, int]
+) -> None:
+    """At 390 px a 30-hand table's hands are one row that scrolls sideways, the current hand in view
+    (and again after ▶ hand); they wrapped into 8 rows, the board a screen below. A desk screen
+    still shows them all, wrapped."""
+    key, table = long_table
+    context = browser.new_context(locale="zh-CN", viewport={"width": size[0], "height": size[1]})
+    context.add_init_script(f"sessionStorage.setItem('kwx.key', {key!r})")
+    tab = context.new_page()
+    try:
+        tab.goto(f"{desk.base}/replay?{urlencode({'table': table, 'hand': 20})}")
+        expect(tab.locator("#hands button.current")).to_have_attribute("data-hand", "20")
+        seen = tab.evaluate(HANDS_ROW_JS)
+        if size[0] > 600:
+            assert seen["rows"] >= 2 and not seen["scrolls"], seen  # all of them, wrapped
+            return
+        assert seen == {"rows": 1, "scrolls": True, "inside": True, "hand": 20, "y": 0}, seen
+        tab.click("button[data-jump=hand][data-dir='1']")
+        expect(tab.locator("#hands button.current")).to_have_attribute("data-hand", "21")
+        assert tab.evaluate(HANDS_ROW_JS) == {"rows": 1, "scrolls": True, "inside": True, "hand": 21, "y": 0}
+        tab.click("#hands button[data-hand='30']")
+        expect(tab.locator("#hands button.current")).to_have_attribute("data-hand", "30")
+        assert tab.evaluate(HANDS_ROW_JS)["inside"]
+    finally:
+        context.close()
+
+
 LINE_IN_LIST_JS = """() => {
   const box = document.querySelector('#timeline').getBoundingClientRect();
   const line = document.querySelector('#timeline li.current').getBoundingClientRect();

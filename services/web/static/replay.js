@@ -254,16 +254,20 @@ function drawTimeline() {
     li.addEventListener("click", () => go(l.version));
     list.append(li);
   }
-  if (current) showInList(list, current);
+  if (current) showInBox(list, current);
 }
 
-// The current line in view inside the list's own scroll box, the page left where it is: on a phone
-// the list is below the board, and `scrollIntoView` pulled the page down to it on every step (a
-// table opened from a link landed below its controls).
-function showInList(list, item) {
-  const box = list.getBoundingClientRect(), at = item.getBoundingClientRect();
-  if (at.top < box.top) list.scrollTop += at.top - box.top;
-  else if (at.bottom > box.bottom) list.scrollTop += at.bottom - box.bottom;
+// `item` in view inside its own scroll box `box` (the event list, a phone's row of hands), the
+// page left where it is: on a phone the list is below the board, and `scrollIntoView` pulled the
+// page down to it on every step (a table opened from a link landed below its controls).
+// `centred`: sideways, `item` in the middle (a hand with its neighbours on both sides).
+function showInBox(box, item, centred = false) {
+  const b = box.getBoundingClientRect(), at = item.getBoundingClientRect();
+  if (at.top < b.top) box.scrollTop += at.top - b.top;
+  else if (at.bottom > b.bottom) box.scrollTop += at.bottom - b.bottom;
+  if (centred) box.scrollLeft += (at.left + at.right) / 2 - (b.left + b.right) / 2;
+  else if (at.left < b.left) box.scrollLeft += at.left - b.left;
+  else if (at.right > b.right) box.scrollLeft += at.right - b.right;
 }
 
 function p(text, cls = "") { return el("p", { class: cls, text }); }
@@ -450,6 +454,8 @@ function drawControls() {
   $("step").textContent = t("event_of", S.at, S.latest);
   $("step").dataset.at = String(S.at);
   for (const b of document.querySelectorAll("#hands button")) b.classList.toggle("current", Number(b.dataset.hand) === S.hand.hand);
+  const shown = document.querySelector("#hands button.current");  // on a phone the hands are one row that scrolls
+  if (shown) showInBox($("hands"), shown, true);
   $("note").textContent = S.note;
   S.note = "";
   const warn = $("hash-warning");
