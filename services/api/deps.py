@@ -80,10 +80,7 @@ async def principal_of(container: Container, authorization: str | None) -> Princ
         raise Unauthorized("unknown or revoked API key", message_zh="密钥无效：不存在或已被吊销")
     limits = limits_of(container)  # 429 rate_limited (services/api/ratelimit.py); None: off
     if limits is not None:
-        if limits.local:
-            limits.check(principal)
-        else:  # a shared storage (Redis): its round trip off the event loop
-            await run_in_threadpool(limits.check, principal)
+        await limits.check(principal)
     return principal
 
 

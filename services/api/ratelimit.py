@@ -13,7 +13,13 @@ cheapest of its strategies; a client can get up to twice the rate across the edg
 windows). They live where ``KWX_RATE_LIMIT_STORAGE`` says: ``memory://`` (the default, nothing to
 run) counts in each process, so with ``kwx serve --workers N`` a key gets up to N times the rate
 (one count per worker); ``redis://HOST:PORT`` (``pip install redis``) shares one count between
-every worker and every host. When the shared storage does not answer, requests are let through
+every worker and every host. The memory counts are ``limits.aio``'s, awaited on the event loop:
+its sweep of expired counts is an asyncio task. The threaded ``limits`` memory storage starts a
+``threading.Timer`` for that sweep whenever the last one has ended (10 ms), so a worker serving a
+request every 10 ms or slower started an OS thread per request, on the event loop, which waits for
+the thread to start: ≈ 0.1–0.45 ms of CPU a request, where an append of one event costs ≈ 1 ms
+(docs/benchmarks.md, The rate limits' cost). ``redis://`` keeps the threaded storage, its round
+trip in the thread pool. When the shared storage does not answer, requests are let through
 (fail open, logged as ``rate_limit_storage_unavailable`` at most every 10 s): a limit is a guard,
 not a reason to refuse all traffic.
 
@@ -42,12 +48,19 @@ class RateLimits:
     """The limits of one process, from Settings; :meth:`check` raises :class:`RateLimited`."""
 
     def __init__(self, key_rate: str, tenant_rate: str, storage_uri: str = "memory://") -> None:
-        from limits import parse_many, storage, strategies
+        from limits import parse_many
 
         self.storage_uri = storage_uri
         self.local = storage_uri.startswith("memory://")  # no I/O: checked on the event loop
-        self._storage = storage.storage_from_string(storage_uri)
-        self._limiter = strategies.FixedWindowRateLimiter(self._storage)
+        if self.local:
+            from limits.aio import storage as aio_storage
+            from limits.aio import strategies as aio_strategies
+
+            self._limiter: Any = aio_strategies.FixedWindowRateLimiter(aio_storage.MemoryStorage())
+        else:
+            from limits import storage, strategies
+
+            self._limiter = strategies.FixedWindowRateLimiter(storage.storage_from_string(storage_uri))
         self._rules: list[tuple[str, str, Any]] = [
             (scope, setting, item)
             for scope, setting, rate in (("key", "KWX_RATE_LIMIT_KEY", key_rate),
@@ -63,24 +76,28 @@ class RateLimits:
             return None
         return cls(settings.rate_limit_key, settings.rate_limit_tenant, settings.rate_limit_storage)
 
-    def check(self, principal: Principal) -> None:
+    async def check(self, principal: Principal) -> None:
         """Count one request of ``principal``; :class:`RateLimited` if that is over a limit (the
-        request is not counted against the limits after the one it broke)."""
+        request is not counted against the limits after the one it broke). On the event loop for
+        the memory counts, in the thread pool for a shared storage (its round trip)."""
+        if self.local:
+            for scope, setting, item in self._rules:
+                who = principal.key_id if scope == "key" else principal.tenant
+                if not await self._limiter.hit(item, scope, who):
+                    stats = await self._limiter.get_window_stats(item, scope, who)
+                    raise _refused(scope, setting, item, stats.reset_time)
+            return
+        from starlette.concurrency import run_in_threadpool
+
+        await run_in_threadpool(self._check_shared, principal)
+
+    def _check_shared(self, principal: Principal) -> None:
         try:
             for scope, setting, item in self._rules:
                 who = principal.key_id if scope == "key" else principal.tenant
                 if not self._limiter.hit(item, scope, who):
                     reset = self._limiter.get_window_stats(item, scope, who).reset_time
-                    retry = max(1, math.ceil(reset - time.time()))
-                    raise RateLimited(
-                        f"more than {item.amount} requests per {_period(item)} for this {scope} "
-                        f"({setting}); retry in {retry} s",
-                        message_zh=f"此{'密钥' if scope == 'key' else '租户'}的请求超过每"
-                        f"{_period(item, 'zh')} {item.amount} 次（{setting}），请 {retry} 秒后重试",
-                        scope=scope,
-                        limit=str(item),
-                        retry_after=retry,
-                    )
+                    raise _refused(scope, setting, item, reset)
         except RateLimited:
             raise
         except Exception as exc:  # the shared storage is down: let the request through
@@ -89,6 +106,19 @@ class RateLimits:
                 self._complained = now
                 log.warning("rate_limit_storage_unavailable", storage=self.storage_uri.split("@")[-1],
                             detail=str(exc)[:200])  # fmt: skip
+
+
+def _refused(scope: str, setting: str, item: Any, reset: float) -> RateLimited:
+    retry = max(1, math.ceil(reset - time.time()))
+    return RateLimited(
+        f"more than {item.amount} requests per {_period(item)} for this {scope} ({setting}); "
+        f"retry in {retry} s",
+        message_zh=f"此{'密钥' if scope == 'key' else '租户'}的请求超过每"
+        f"{_period(item, 'zh')} {item.amount} 次（{setting}），请 {retry} 秒后重试",
+        scope=scope,
+        limit=str(item),
+        retry_after=retry,
+    )
 
 
 _PERIOD_ZH = {"second": "秒", "minute": "分钟", "hour": "小时", "day": "天", "month": "月", "year": "年"}

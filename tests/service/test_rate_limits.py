@@ -144,3 +144,45 @@ def test_a_storage_that_does_not_answer_lets_requests_through(
     key = make_key(tenant, "dashboard")
     with serving(database_url, rate_limit_key="1/minute", rate_limit_storage="redis://127.0.0.1:1") as client:
         assert [_stats(client, key).status_code for _ in range(3)] == [200] * 3
+
+
+def test_counting_a_request_starts_no_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memory counts are awaited on the event loop and start no thread. The threaded storage
+    of ``limits`` started a ``threading.Timer`` (its sweep of expired counts) whenever the last one
+    had ended, 10 ms on: a worker serving a request every 10 ms or slower started an OS thread per
+    request, on the event loop, which waited for it to start. The requests here come 15 ms apart."""
+    import asyncio
+    import inspect
+    import threading
+
+    from services.api.ratelimit import RateLimits
+    from services.errors import RateLimited
+    from services.store.keys import Principal
+
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    limits = RateLimits("5/minute", "")
+    caller = Principal("kwx_000000000001", "threads", "platform")
+
+    async def requests() -> list[str]:
+        said = []
+        for _ in range(6):
+            await asyncio.sleep(0.015)
+            try:
+                counting = limits.check(caller)
+                if inspect.isawaitable(counting):  # (it was a plain call)
+                    await counting
+                said.append("ok")
+            except RateLimited as refused:
+                assert refused.extra["scope"] == "key" and 1 <= refused.extra["retry_after"] <= 60
+                said.append("429")
+        return said
+
+    assert asyncio.run(requests()) == ["ok"] * 5 + ["429"]  # still counted, the sixth refused
+    assert started == [], started
