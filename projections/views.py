@@ -101,12 +101,15 @@ def spectator_view(state: Any) -> dict[str, Any]:
 
 def full_view(state: Any) -> dict[str, Any]:
     from domain.engine import legal_actions
+    from domain.views import _hand_view  # the hand as one seat saw it: public_view's "hand"
 
     view = _public_view(state, None)
     hs = getattr(state, "hand", None)
     if hs is not None and view.get("hand"):
+        # each seat's own panel, from the hand alone: a whole public view per seat rebuilt the
+        # table's every settlement and legal action three more times (≈ 3/4 of a long table's view)
         for s in (0, 1, 2):
-            view["hand"]["seats"][s] = _public_view(state, s)["hand"]["seats"][s]
+            view["hand"]["seats"][s] = _hand_view(hs, s)["seats"][s]
         view["hand"]["drawn"] = TILE_NAMES[hs.drawn] if hs.drawn is not None else None
         if hs.wall is not None:
             wall = list(hs.wall)

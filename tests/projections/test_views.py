@@ -92,6 +92,23 @@ def test_the_public_view_hides_every_hand_and_support_sees_all() -> None:
         assert [s["concealed"] for s in full["hand"]["seats"]] == full["hand"]["concealed_all"]
 
 
+def test_the_full_views_seats_are_each_seats_own_and_the_rest_is_the_public_view() -> None:
+    """Support's view: each seat's panel is the one that seat's own view shows, every other part
+    of the table (settlements, rulings, coins …) the public view's, and the hand's wall and every
+    hand besides."""
+    checked = 0
+    for state in states(78, 3):
+        full, public = full_view(state), spectator_view(state)
+        if state.hand is None:
+            continue
+        for s in (0, 1, 2):
+            assert full["hand"]["seats"][s] == seat_view(state, s)["hand"]["seats"][s], (state.version, s)
+        for key in ("settlements", "coins", "players", "hand_no", "dealer", "version"):
+            assert full[key] == public[key], key
+        checked += 1
+    assert checked > 100
+
+
 _TABLE_LEVEL = {"hand_started", "hand_exhausted", "hand_aborted", "wall_revealed", "settlement_reported",
                 "table_closed", "ma_drawn"}  # fmt: skip
 
