@@ -112,6 +112,7 @@ def create_app(
         app.add_middleware(tables.FastAppend)
     app.add_middleware(ReadHeaders)  # Content-Language / Vary (deps.read_lang), Kwx-Read-From
     app.add_middleware(RequestContext)
+    app.add_middleware(ReadGZip)  # what is read, gzipped for a client that takes it
     chosen = settings or getattr(container, "settings", None) or Settings()
     if chosen.cors_origins:  # outermost: a browser's preflight is answered before keys and limits
         app.add_middleware(
@@ -232,6 +233,28 @@ def _field_name(loc: tuple[Any, ...]) -> str:
     if loc and loc[0] == "body":
         return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:])
     return ".".join(str(p) for p in loc) or "$"
+
+
+class ReadGZip:
+    """Starlette's ``GZipMiddleware`` for reads (``GET``) of 1 KB or more, for a client that sends
+    ``Accept-Encoding: gzip``: a long table's state (its settlements, ≈ 1 KB a hand: 34 KB at hand
+    40, ≈ 3 KB gzipped), lists, exports, the pages' scripts. A stream is flushed chunk by chunk and
+    the live feed's ``text/event-stream`` is left as it is (the library's own exclusions). An
+    append's answer is small, and its path is left as it was. Level 1: the state at the end of a
+    200-hand table, 175 KB, is 21 KB in 0.35 ms (level 6: 14 KB in 1.8 ms, more than the read's
+    own work saved by it on a fast network)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        from starlette.middleware.gzip import GZipMiddleware
+
+        self.app = app
+        self.gzip = GZipMiddleware(app, minimum_size=1024, compresslevel=1)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            await self.gzip(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 class RequestContext:

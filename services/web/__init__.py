@@ -8,10 +8,12 @@ cannot load or send anything elsewhere even by mistake.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import mimetypes
 from pathlib import Path
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from services.errors import NotFound
@@ -29,26 +31,39 @@ PAGES = {"replay": "replay.html", "dashboard": "dashboard.html"}
 router = APIRouter(include_in_schema=False)
 
 
-def _file(name: str) -> Response:
+@functools.lru_cache(maxsize=64)
+def _read(path: Path, mtime_ns: int) -> tuple[bytes, str]:
+    """A file's bytes and its ETag (its SHA-256's first 32 hex digits), read again when it changes."""
+    data = path.read_bytes()
+    return data, '"' + hashlib.sha256(data).hexdigest()[:32] + '"'
+
+
+def _file(name: str, request: Request) -> Response:
+    """The asset, or ``304 Not Modified`` when the browser's copy is this one (``If-None-Match``):
+    ``no-cache`` makes it ask each time, and the answer is then a few bytes, not the file."""
     path = (STATIC / name).resolve()
     if STATIC not in path.parents or not path.is_file():
         raise NotFound(f"no such asset: {name[:100]}", message_zh=f"没有这个文件：{name[:100]}")
+    data, etag = _read(path, path.stat().st_mtime_ns)
+    headers = {**HEADERS, "ETag": etag}
+    if etag in (t.strip().removeprefix("W/") for t in request.headers.get("if-none-match", "").split(",")):
+        return Response(status_code=304, headers=headers)
     media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     if media.startswith("text/") or media in ("application/javascript", "image/svg+xml"):
         media += "; charset=utf-8"
-    return Response(path.read_bytes(), media_type=media, headers=HEADERS)
+    return Response(data, media_type=media, headers=headers)
 
 
 @router.get("/replay")
-def replay_page() -> Response:
-    return _file(PAGES["replay"])
+def replay_page(request: Request) -> Response:
+    return _file(PAGES["replay"], request)
 
 
 @router.get("/dashboard")
-def dashboard_page() -> Response:
-    return _file(PAGES["dashboard"])
+def dashboard_page(request: Request) -> Response:
+    return _file(PAGES["dashboard"], request)
 
 
 @router.get("/static/{name:path}")
-def asset(name: str) -> Response:
-    return _file(name)
+def asset(name: str, request: Request) -> Response:
+    return _file(name, request)

@@ -19,6 +19,37 @@ def test_every_page_and_asset_is_served_with_a_same_origin_policy(desk: Desk) ->
     assert httpx.get(desk.base + "/static/nope.js", timeout=30).status_code == 404
 
 
+def test_an_asset_the_browser_has_is_a_304_and_what_is_read_comes_gzipped(desk: Desk) -> None:
+    """``no-cache`` makes a browser ask for every asset on each load: with the ETag it sent, the
+    answer is a bodiless 304 (it was the whole file each time). Reads of 1 KB or more come gzipped
+    to a client that takes it — the scripts, a table's state (≈ 1 KB of settlements a hand) — the
+    same bytes once inflated; an append's answer never is."""
+    script = httpx.get(desk.base + "/static/replay.js", headers={"Accept-Encoding": "identity"}, timeout=30)
+    etag = script.headers["etag"]
+    again = httpx.get(desk.base + "/static/replay.js", headers={"If-None-Match": etag}, timeout=30)
+    assert (again.status_code, again.content, again.headers["etag"]) == (304, b"", etag)
+    assert "default-src 'self'" in again.headers["content-security-policy"]
+    other = httpx.get(desk.base + "/static/replay.js", headers={"If-None-Match": '"0000"'}, timeout=30)
+    assert other.status_code == 200 and other.content == script.content
+    assert httpx.get(desk.base + "/static/api.js", timeout=30).headers["etag"] != etag
+
+    zipped = httpx.get(desk.base + "/static/replay.js", headers={"Accept-Encoding": "gzip"}, timeout=30)
+    assert zipped.headers["content-encoding"] == "gzip" and zipped.content == script.content
+    assert int(zipped.headers["content-length"]) < len(script.content) // 2
+    table = sorted(desk.tables)[0]
+    path = f"{desk.base}/v1/tables/{table}/state?at={len(desk.tables[table])}"
+    support = {"Authorization": f"Bearer {desk.keys['support']}"}
+    plain = httpx.get(path, headers={**support, "Accept-Encoding": "identity"}, timeout=30)
+    state = httpx.get(path, headers={**support, "Accept-Encoding": "gzip"}, timeout=30)
+    assert "content-encoding" not in plain.headers and state.headers["content-encoding"] == "gzip"
+    assert state.content == plain.content and len(plain.content) > 1024
+    assert {"Accept-Encoding", "Accept-Language"} <= {v.strip() for v in state.headers["vary"].split(",")}
+    platform = {"Authorization": f"Bearer {desk.keys['platform']}", "Accept-Encoding": "gzip"}
+    stored = httpx.post(f"{desk.base}/v1/tables/{table}/events", json={"events": desk.tables[table][:50]},
+                        headers=platform, timeout=30)  # fmt: skip
+    assert stored.status_code == 201 and "content-encoding" not in stored.headers  # a replay: stored once
+
+
 def test_sign_in_keeps_the_key_in_session_storage_only(page: Any, desk: Desk) -> None:
     page.goto(desk.base + "/replay")
     assert page.is_visible("#signin")

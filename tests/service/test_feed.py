@@ -329,6 +329,7 @@ def test_sse_and_long_poll_over_real_http_resume_with_nothing_skipped_or_repeate
         # a stream opened before anything is there; entries come as they are projected
         with http.stream("GET", "/v1/feed", headers=mine, timeout=60) as sse:
             assert sse.status_code == 200 and sse.headers["content-type"].startswith("text/event-stream")
+            assert "content-encoding" not in sse.headers  # (httpx takes gzip: a stream is never zipped)
             assert _open_feeds(http) == 1  # counted while open (kwx_feeds_open, the gauge)
             # one read at a time in this process (KWX_READ_CONCURRENCY=1): the open stream holds no
             # turn, so other reads answer (a held turn: 503 after KWX_READ_WAIT, 2 s)
