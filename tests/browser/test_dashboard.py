@@ -294,17 +294,9 @@ def backfilled(desk: Desk) -> tuple[str, str]:
     """A tenant of its own whose platform sent a table, then an older one (a backfill): its player's
     ledger holds the newer table's entries before the older one's. (dashboard key, player)"""
     from domain.simulate import simulate_table
-    from services.bootstrap import bootstrap
-    from services.settings import Settings
     from tests.service.serving import wait_for
 
-    keys_of = bootstrap(
-        Settings(database_url=desk.database_url, pool_size=1, log_level="warning"), migrate=False
-    )
-    try:
-        platform, dashboard = (keys_of.keys.create("backfill", role) for role in ("platform", "dashboard"))
-    finally:
-        keys_of.close()
+    platform, dashboard = desk.tenant_keys("backfill", "platform", "dashboard")
     players = ["bf-a", "bf-b", "bf-c"]
     headers = {"Authorization": f"Bearer {platform}"}
     for n, start in enumerate(["2026-11-25T20:00:00+00:00", "2026-11-12T09:00:00+00:00"]):

@@ -525,16 +525,8 @@ def long_table(desk: Desk) -> tuple[str, str]:
     import random
 
     from domain.simulate import simulate_table
-    from services.bootstrap import bootstrap
-    from services.settings import Settings
 
-    keys_of = bootstrap(
-        Settings(database_url=desk.database_url, pool_size=1, log_level="warning"), migrate=False
-    )
-    try:
-        platform, support = (keys_of.keys.create("longdesk", role) for role in ("platform", "support"))
-    finally:
-        keys_of.close()
+    platform, support = desk.tenant_keys("longdesk", "platform", "support")
     events = simulate_table(random.Random(5), 30, {"preset": "default"}, "long-30")
     for start in range(0, len(events), 500):
         body = {"events": events[start : start + 500], "expected_version": start}
