@@ -47,13 +47,8 @@ def kong_text(
 ) -> str:
     zh = lang == "zh"
     rec = next((k for k in (h.record.kongs if h.record is not None else ()) if k.event == v), None)
-    name = w.pick(lang, w.KONGS[ev.kind])
-    article = "an" if ev.kind in ("exposed", "added") else "a"
-    text = (
-        f"{who}{name}{w.tile(ev.tile, lang)}"
-        if zh
-        else f"{who} makes {article} {name} of {w.tile(ev.tile, lang)}"
-    )
+    kong = w.a_kong(ev.kind, lang)
+    text = f"{who}{kong}{w.tile(ev.tile, lang)}" if zh else f"{who} makes {kong} of {w.tile(ev.tile, lang)}"
     if rec is None:
         return text
     info: dict[str, Any] = {"kind": ev.kind, "k": rec.chain, "robbed": rec.robbed, "source": rec.source}

@@ -106,6 +106,12 @@ def pick(lang: str, pair: tuple[str, str]) -> str:
     return pair[0] if lang == "zh" else pair[1]
 
 
+def a_kong(kind: str, lang: str) -> str:
+    """A kong said by its kind, as the timeline and the report say it: 直杠 / "an exposed kong"."""
+    name = pick(lang, KONGS[kind])
+    return name if lang == "zh" else ("an " if kind in ("exposed", "added") else "a ") + name
+
+
 def tile(name: str, lang: str) -> str:
     """``tile("5p", "zh") == "5筒"``; ``tile("C", "en") == "red dragon"``."""
     if name in _DRAGON_ZH:

@@ -335,9 +335,7 @@ def _line(ev: Any, players: list[str], ruling: dict[str, Any] | None, lang: str)
     tile = tile_of(getattr(ev, "tile", None))
     discard = tile_of(getattr(ev, "discard", None))
     winners = list(getattr(ev, "winners", []))  # (one wins, two win)
-    # a kong said by its kind, as the timeline says it (直杠 / "an exposed kong")
-    kind = wording.KONGS.get(getattr(ev, "kind", ""), ("杠", "kong"))
-    kong, kong_en = kind[0], ("an " if kind[1][0] in "ae" else "a ") + kind[1]
+    kong = wording.a_kong(ev.kind, lang) if tag == "kong" else ""  # 直杠 / "an exposed kong"
     zh = {"hand_started": f"第{getattr(ev, 'hand', '')}局开始，庄家{who(getattr(ev, 'dealer', None))}",
           "tile_drawn": f"{who(seat)}摸{tile}", "tile_discarded": f"{who(seat)}打{tile}",
           "peng": f"{who(seat)}碰{tile}", "kong": f"{who(seat)}{kong}{tile}",
@@ -348,7 +346,7 @@ def _line(ev: Any, players: list[str], ruling: dict[str, Any] | None, lang: str)
           "table_opened": "开桌"}  # fmt: skip
     en = {"hand_started": f"hand {getattr(ev, 'hand', '')} starts, dealer {who(getattr(ev, 'dealer', None))}",
           "tile_drawn": f"{who(seat)} draws {tile}", "tile_discarded": f"{who(seat)} discards {tile}",
-          "peng": f"{who(seat)} pengs {tile}", "kong": f"{who(seat)} makes {kong_en} of {tile}",
+          "peng": f"{who(seat)} pengs {tile}", "kong": f"{who(seat)} makes {kong} of {tile}",
           "liang_dao": f"{who(seat)} declares ready (liang dao), discarding {discard}",
           "hu": " and ".join(who(w) for w in winners) + f" {'win' if len(winners) > 1 else 'wins'} on {tile}",
           "hand_exhausted": "the wall is exhausted", "hand_aborted": "the hand is voided",
