@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test test-under-load test-citus lint bench openapi clean install lock
+.PHONY: run test test-under-load test-citus lint bench bench-quick openapi clean install lock
 
 # The first `make run` / `make test` on a machine says what it does, shows pip's own progress and
 # prints how long it took (about a minute); later runs skip this until pyproject.toml or
@@ -89,6 +89,10 @@ lint: $(STAMP)
 
 bench: $(STAMP) $(COMPILED)
 	$(BIN)/python -m tests.bench
+
+# Every benchmark at a tiny size: proves each still runs to its end (numbers meaningless); .ci/run runs it
+bench-quick: $(STAMP) $(COMPILED)
+	KWX_BENCH_QUICK=1 $(BIN)/python -m tests.bench
 
 openapi: $(STAMP)
 	$(BIN)/kwx openapi > openapi/openapi.json

@@ -23,7 +23,6 @@ Run: ``.venv/bin/python -m tests.bench append_sql``.
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import statistics
@@ -33,10 +32,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.bench import knob
+
 BATCH = 100
-REPEAT = int(os.environ.get("KWX_BENCH_REPEAT", "4"))
-TABLES = int(os.environ.get("KWX_BENCH_TABLES", "48"))
-HANDS = int(os.environ.get("KWX_BENCH_HANDS", "8"))
+REPEAT = knob("KWX_BENCH_REPEAT", 4, 1)
+TABLES = knob("KWX_BENCH_TABLES", 48, 4)
+HANDS = knob("KWX_BENCH_HANDS", 8, 2)
 
 
 def _backend_cpu(pid: int) -> float:

@@ -53,11 +53,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-TABLES = int(os.environ.get("KWX_BENCH_CLUSTER_TABLES", "48"))
-READ_TABLES = int(os.environ.get("KWX_BENCH_CLUSTER_READ_TABLES", "24"))
-READS = int(os.environ.get("KWX_BENCH_CLUSTER_READS", "300"))
-REPEAT = int(os.environ.get("KWX_BENCH_REPEAT", "3"))  # ingest rounds
-ROUNDS = int(os.environ.get("KWX_BENCH_ROUNDS", "5"))  # state-read rounds
+from tests.bench import knob
+
+TABLES = knob("KWX_BENCH_CLUSTER_TABLES", 48, 4)
+READ_TABLES = knob("KWX_BENCH_CLUSTER_READ_TABLES", 24, 2)
+READS = knob("KWX_BENCH_CLUSTER_READS", 300, 20)
+REPEAT = knob("KWX_BENCH_REPEAT", 3, 1)  # ingest rounds
+ROUNDS = knob("KWX_BENCH_ROUNDS", 5, 1)  # state-read rounds
 CLIENTS = int(os.environ.get("KWX_BENCH_CLIENTS", "4"))
 BATCH = 100
 # kwx's events need a tenant and a hash: the COPY gives every row these (the hash's bytes are not

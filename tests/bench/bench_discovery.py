@@ -38,15 +38,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-TABLES = int(os.environ.get("KWX_BENCH_DISCOVERY_TABLES", "50000"))
-EVENTS = int(os.environ.get("KWX_BENCH_DISCOVERY_EVENTS", "1000000"))
+from tests.bench import knob
+
+TABLES = knob("KWX_BENCH_DISCOVERY_TABLES", 50000, 500)
+EVENTS = knob("KWX_BENCH_DISCOVERY_EVENTS", 1000000, 10000)
 BASE = 40
 POOL = 100
 GOAL_MS = 20.0
 _INDEX = re.compile(r"Index (?:Only )?Scan(?: Backward)? (?:using|on) (\w+)")
 HANDS = 8
 PLAYERS = 2000
-N = 500
+N = knob("KWX_BENCH_DISCOVERY_N", 500, 20)
 
 _FILL = """
 INSERT INTO proj_discovery_tables (tenant, table_id, seq, players, preset, hands, first_at, last_at, flags)

@@ -23,9 +23,11 @@ from collections.abc import Callable
 
 import msgspec
 
-TABLES = 40
-HANDS = 25
-REPEAT = 3
+from tests.bench import knob
+
+TABLES = knob("KWX_BENCH_TABLES", 40, 4)
+HANDS = knob("KWX_BENCH_HANDS", 25, 2)
+REPEAT = knob("KWX_BENCH_REPEAT", 3, 1)
 PRESETS = ["default", "xiangyang", "shiyan", "xiaogan", "yunmeng", "uncapped", "platform_3d"]
 
 

@@ -38,7 +38,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPEAT = 5
+from tests.bench import knob
+
+REPEAT = knob("KWX_BENCH_REPEAT", 5, 1)
 
 
 def _median_s(fn: Callable[[], Any]) -> float:

@@ -9,14 +9,15 @@ tables that record rule violations: the feed's ``ruling`` entries).
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
 import warnings
 from pathlib import Path
 
-TABLES = int(os.environ.get("KWX_BENCH_TABLES", "40"))
+from tests.bench import knob
+
+TABLES = knob("KWX_BENCH_TABLES", 40, 4)
 
 
 def run() -> None:

@@ -31,11 +31,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-EVENTS = int(os.environ.get("KWX_BENCH_EVENTS", "5000000"))
-PROBE = int(os.environ.get("KWX_BENCH_PROBE", "24"))
+from tests.bench import knob
+
+EVENTS = knob("KWX_BENCH_EVENTS", 5000000, 20000)
+PROBE = knob("KWX_BENCH_PROBE", 24, 4)
 BASE = 100
 HANDS = 8
-READS = int(os.environ.get("KWX_BENCH_READS", "1000"))  # p99: the 10th slowest, not the 3rd of 300
+READS = knob("KWX_BENCH_READS", 1000, 20)  # p99: the 10th slowest, not the 3rd of 300
 BATCH = 100
 
 _COPY_EVENTS = """
@@ -131,7 +133,7 @@ def _say(label: str, r: dict[str, float]) -> None:
           f"PostgreSQL {r['step_pg_ms']:.2f} ms)")  # fmt: skip
 
 
-ROUNDS = int(os.environ.get("KWX_BENCH_ROUNDS", "3"))
+ROUNDS = knob("KWX_BENCH_ROUNDS", 3, 1)
 
 
 def _grow(url: str) -> tuple[int, int, float, int, float]:

@@ -41,8 +41,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-N = int(os.environ.get("KWX_BENCH_HAND_READS_N", "200"))
-LONG = int(os.environ.get("KWX_BENCH_HAND_READS_HANDS", "200"))
+from tests.bench import knob
+
+N = knob("KWX_BENCH_HAND_READS_N", 200, 10)
+LONG = knob("KWX_BENCH_HAND_READS_HANDS", 200, 12)
 SHORT = 8
 GOAL_MS = 20.0
 

@@ -53,6 +53,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from tests.bench import knob
 from tests.service.serving import descendants, free_port, process_cpu, tree_cpu, wait_healthy
 
 BATCH = 100
@@ -60,10 +61,10 @@ GOAL = 0.5  # issue 3: HTTP ingest at least half of PostgreSQL's own COPY rate
 # the lines the closing summary holds, by projector setting: the ingest path alone, and `kwx serve`
 # as it runs by default (its projector child folding the same events again on the same cores)
 GOAL_LINES = {"off": "ingest path (projector off)", "on": "kwx serve's default (projector child)"}
-REPEAT = int(os.environ.get("KWX_BENCH_REPEAT", "3"))  # best of N: the machine is shared
-PAIRS = int(os.environ.get("KWX_BENCH_PAIRS", "6"))  # off/on pairs of rounds for issue 16's CPU ratio
-TABLES = int(os.environ.get("KWX_BENCH_TABLES", "96"))
-HANDS = int(os.environ.get("KWX_BENCH_HANDS", "8"))  # ≈ 52 events a hand: tables of ≈ 4 batches
+REPEAT = knob("KWX_BENCH_REPEAT", 3, 1)  # best of N: the machine is shared
+PAIRS = knob("KWX_BENCH_PAIRS", 6, 1)  # off/on pairs of rounds for issue 16's CPU ratio
+TABLES = knob("KWX_BENCH_TABLES", 96, 8)
+HANDS = knob("KWX_BENCH_HANDS", 8, 2)  # ≈ 52 events a hand: tables of ≈ 4 batches
 
 
 def _tables(count: int = TABLES) -> list[list[dict[str, Any]]]:

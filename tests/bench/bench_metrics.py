@@ -26,10 +26,11 @@ import time
 import warnings
 from pathlib import Path
 
+from tests.bench import knob
 from tests.bench.bench_ingest import BATCH, _tables, bench_http, start_server, stop, wait_quiet
 from tests.service.serving import tree_cpu
 
-PAIRS = int(os.environ.get("KWX_BENCH_PAIRS", "6"))
+PAIRS = knob("KWX_BENCH_PAIRS", 6, 1)
 GOAL = 1.03
 
 

@@ -54,9 +54,11 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate, event
 
-TABLES = int(os.environ.get("KWX_BENCH_TABLES", "40"))
-HANDS = int(os.environ.get("KWX_BENCH_HANDS", "10"))
-REPEAT = max(1, int(os.environ.get("KWX_BENCH_REPEAT", "3")))
+from tests.bench import knob
+
+TABLES = knob("KWX_BENCH_TABLES", 40, 4)
+HANDS = knob("KWX_BENCH_HANDS", 10, 2)
+REPEAT = max(1, knob("KWX_BENCH_REPEAT", 3, 1))
 HTTP = os.environ.get("KWX_BENCH_HTTP", "1") not in ("0", "no", "off", "false")
 HTTP_CLIENTS = [int(c) for c in os.environ.get("KWX_BENCH_HTTP_CLIENTS", "1,4").split(",") if c.strip()]
 BATCH = 100

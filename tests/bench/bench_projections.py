@@ -16,7 +16,6 @@ Run: ``.venv/bin/python -m tests.bench projections`` (or ``make bench``).
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import statistics
@@ -26,7 +25,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-TABLES = int(os.environ.get("KWX_BENCH_TABLES", "120"))
+from tests.bench import knob
+
+TABLES = knob("KWX_BENCH_TABLES", 120, 6)
 HANDS = 4
 PRESETS = ("default", "platform_3d", "xiangyang", "shiyan", "xiaogan", "yunmeng")
 

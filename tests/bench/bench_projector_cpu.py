@@ -48,7 +48,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-TABLES = int(os.environ.get("KWX_BENCH_TABLES", "60"))
+from tests.bench import knob
+
+TABLES = knob("KWX_BENCH_TABLES", 60, 6)
 RECORD = int(os.environ.get("KWX_BENCH_RECORD", "0"))  # + tables that record rule violations
 HANDS = 4
 # KWX_BENCH_PROFILE's follow phases: (its value, appends per run_once, the phase's table tag)

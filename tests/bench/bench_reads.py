@@ -11,14 +11,15 @@ each with a 120-s timeout; B makes at most 2,000 requests per flood.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
 import warnings
 from pathlib import Path
 
-N = int(os.environ.get("KWX_BENCH_READS", "500"))
+from tests.bench import knob
+
+N = knob("KWX_BENCH_READS", 500, 20)
 ALONE = 40  # B's requests alone, before each flood
 
 

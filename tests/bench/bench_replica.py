@@ -15,14 +15,15 @@ Run: ``.venv/bin/python -m tests.bench replica``.
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 import warnings
 from typing import Any
 
-TABLES = int(os.environ.get("KWX_BENCH_REPLICA_TABLES", "20"))
-N = int(os.environ.get("KWX_BENCH_REPLICA_N", "300"))
+from tests.bench import knob
+
+TABLES = knob("KWX_BENCH_REPLICA_TABLES", 20, 2)
+N = knob("KWX_BENCH_REPLICA_N", 300, 20)
 
 
 def _p(values: list[float], q: float) -> float:

@@ -29,10 +29,11 @@ import time
 import warnings
 from pathlib import Path
 
+from tests.bench import knob
 from tests.service.serving import descendants, free_port, projector_behind, wait_healthy
 
-TABLES = int(os.environ.get("KWX_SOAK_TABLES", "60000"))
-STEP = int(os.environ.get("KWX_SOAK_STEP", "10000"))
+TABLES = knob("KWX_SOAK_TABLES", 60000, 400)
+STEP = knob("KWX_SOAK_STEP", 10000, 200)
 CLIENTS = int(os.environ.get("KWX_SOAK_CLIENTS", "4"))
 WORKERS = int(os.environ.get("KWX_SOAK_WORKERS", "2"))
 RECONNECT = 500

@@ -21,8 +21,10 @@ import time
 import warnings
 from pathlib import Path
 
-N = int(os.environ.get("KWX_BENCH_STEP_N", "300"))
-HANDS = 200
+from tests.bench import knob
+
+N = knob("KWX_BENCH_STEP_N", 300, 20)
+HANDS = knob("KWX_BENCH_STEP_HANDS", 200, 12)
 GOAL_MS = 20.0
 
 

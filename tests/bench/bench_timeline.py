@@ -29,7 +29,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-REPS = int(os.environ.get("KWX_BENCH_TIMELINE_REPS", "200"))
+from tests.bench import knob
+
+REPS = knob("KWX_BENCH_TIMELINE_REPS", 200, 10)
 GOAL_MS = 20.0
 
 

@@ -17,9 +17,10 @@ from collections.abc import Callable, Sequence
 
 from domain.shape import is_win
 from domain.tiles import N_KINDS, TOTAL_TILES
+from tests.bench import knob
 
-N_HANDS = 20_000
-REPEAT = 5
+N_HANDS = knob("KWX_BENCH_WIN_HANDS", 20_000, 500)
+REPEAT = knob("KWX_BENCH_REPEAT", 5, 1)
 _TO_34 = [9 + k for k in range(9)] + [18 + k for k in range(9)] + [31, 32, 33]
 
 

@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.bench import knob
+
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).resolve().with_name("paired_driver.py")
 DEFAULT_BASE = "461a6ab"
@@ -217,7 +219,7 @@ def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.paired", description=__doc__.split("\n")[0])
     parser.add_argument("--base", default=os.environ.get("KWX_BENCH_BASE") or DEFAULT_BASE)
     parser.add_argument("--after", default="HEAD")
-    parser.add_argument("--rounds", type=int, default=int(os.environ.get("KWX_BENCH_PAIRS") or 6),
+    parser.add_argument("--rounds", type=int, default=knob("KWX_BENCH_PAIRS", 6, 1),
                         help="pairs of rounds (one of each tree)")  # fmt: skip
     parser.add_argument("--tables", type=int, default=16)
     parser.add_argument("--hands", type=int, default=8)
