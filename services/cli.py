@@ -9,7 +9,9 @@ so ``kwx score`` never imports the web stack.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 
 # command -> (module under services.commands, one-line help)
@@ -59,11 +61,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from services.settings import SettingsError
 
+    from services import logs
+
+    # `serve` and the projector's `follow` are services: their log is their output (stdout).
+    # Every other command answers on stdout, so its log lines go to stderr.
+    serves = args.command == "serve" or getattr(args, "action", None) == "follow"
     try:
-        code: int = module.run(args)
+        with contextlib.nullcontext() if serves else logs.on_stderr():
+            code: int = module.run(args)
     except SettingsError as exc:  # a bad KWX_* variable: say which, no traceback
         print(f"kwx: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`kwx projections status --json | head -1`): stop quietly, as a
+        # Unix filter does, and keep the interpreter's last flush of stdout from raising again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except Exception as exc:
         reason = _unreachable(exc)
         if reason is None:

@@ -11,7 +11,7 @@ or copied read models) and whether this deployment keeps it (``kept``).
 §1): the ones that apply leave the parked table, the ones still failing stay with tries + 1.
 ``follow`` runs the projector of the kept read models as its own process (for a service started
 with ``KWX_PROJECTOR=off``) until Ctrl-C.
-Output: JSON lines.
+Output: ``status`` a table (``--json``: one JSON object per model, for scripts); the others JSON lines.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="ledger, player_stats, discrepancies, snapshots, discovery, feed (default: KWX_READ_MODELS)",
     )
-    sub.add_parser("status", help="checkpoints, parked events and staleness of the read models")
+    status = sub.add_parser("status", help="checkpoints, parked events and staleness of the read models")
+    status.add_argument("--json", action="store_true", help="one JSON object per model (for scripts)")
     retry = sub.add_parser("retry", help="apply parked events again, in order (after a fix)")
     retry.add_argument("--model", metavar="NAME", help="only this read model's parked events")
     retry.add_argument("--table", metavar="ID", help="only this table's parked events")
@@ -79,8 +80,12 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "follow":
             return _follow(projector, container.database_url, settings.projector_gather)
         if args.action == "status":
-            for line in projector.status():
-                print(json.dumps({**line, "kept": line["projection"] in kept}))
+            lines = [{**line, "kept": line["projection"] in kept} for line in projector.status()]
+            if args.json:
+                for line in lines:
+                    print(json.dumps(line))
+            else:
+                print(_status_table(lines))
             return 0
         if args.action == "retry":
             done = projector.retry(model, args.table, args.tenant)
@@ -100,6 +105,45 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         container.close()
+
+
+_STATUS_COLUMNS = (
+    "model",
+    "kept",
+    "behind",
+    "parked",
+    "oldest parked",
+    "stale",
+    "checkpoint (epoch/tx/position)",
+)
+
+
+def _status_table(lines: list[dict[str, Any]]) -> str:
+    """``status`` for a person: a row per model (numbers right-aligned), then each stale model's
+    message. ``behind``: stored events after the checkpoint; a model not kept here is behind on
+    purpose (``KWX_READ_MODELS``)."""
+    rows = [
+        (
+            line["projection"], "yes" if line["kept"] else "no", f"{line['behind']:,}", f"{line['parked']:,}",
+            line["oldest_parked"] or "-", "STALE" if line["stale"] else "no",
+            f"{line['epoch']}/{line['tx_id']}/{line['position']}",
+        )
+        for line in lines
+    ]  # fmt: skip
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(_STATUS_COLUMNS)]
+    right = {2, 3}
+
+    def fmt(cells: tuple[str, ...]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    out = [fmt(_STATUS_COLUMNS), *(fmt(r) for r in rows)]
+    out += [f"{line['projection']}: {line['message']}" for line in lines if line.get("message")]
+    if any(not line["kept"] for line in lines):
+        out.append("a model not kept (KWX_READ_MODELS) is not projected here: its 'behind' grows on purpose")
+    return "\n".join(out)
 
 
 def _rebuilt(

@@ -305,7 +305,7 @@ def test_kwx_projections_rebuild_and_status(
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["from_stored_facts"] == 0 and out["folded"] == out["events"] > 0
     assert _dump(container, tenant, [])["ledger"] == before
-    assert main(["projections", "status"]) == 0
+    assert main(["projections", "status", "--json"]) == 0
     status = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
     assert {s["projection"] for s in status} == set(registry.NAMES)
     assert all(s["behind"] >= 0 for s in status)

@@ -203,6 +203,60 @@ def test_commands_say_which_database_they_use(fresh_url: str, capsys: pytest.Cap
     assert "kwx projections: database" in capsys.readouterr().err
 
 
+def test_projections_status_is_a_table_for_a_person_and_json_lines_for_a_script(
+    fresh_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kwx projections status`` reads like ``kwx keys list``: a header and a row per model, what
+    is wrong said in words under it; ``--json`` gives the same facts one object per model."""
+    from projections import registry
+
+    assert main(["migrate"]) == 0
+    with psycopg.connect(fresh_url, autocommit=True) as conn:  # read models copied from elsewhere
+        conn.execute(
+            "INSERT INTO projection_checkpoints (name, epoch, tx_id, position) "
+            "SELECT 'ledger', (SELECT max(epoch) FROM log_epochs), 10^15, 7 "
+            "ON CONFLICT (name) DO UPDATE SET epoch = excluded.epoch, tx_id = excluded.tx_id, "
+            "position = excluded.position"
+        )
+    monkeypatch.setenv("KWX_READ_MODELS", "ledger,feed,snapshots")
+    capsys.readouterr()
+    assert main(["projections", "status", "--json"]) == 0
+    out, err = capsys.readouterr()
+    facts = {line["projection"]: line for line in map(json.loads, out.splitlines())}
+    assert len(out.splitlines()) == len(facts) == len(registry.NAMES)  # the answer only: no log line
+    assert '"projector_checkpoint_stale"' in err  # the log's warning went to stderr
+    assert facts["ledger"]["stale"] is True and facts["ledger"]["kept"] is True
+    assert facts["discovery"]["kept"] is False and facts["feed"]["stale"] is False
+
+    assert main(["projections", "status"]) == 0
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.split()[:6] == ["model", "kept", "behind", "parked", "oldest", "parked"]
+    rows = {line.split()[0]: line.split() for line in lines[: len(registry.NAMES)]}
+    assert set(rows) == set(registry.NAMES)
+    assert rows["ledger"][1] == "yes" and rows["ledger"][5] == "STALE" and rows["ledger"][6].endswith("/7")
+    assert rows["discovery"][1] == "no" and rows["feed"][5] == "no"
+    said = lines[len(registry.NAMES):]
+    assert any(s.startswith("ledger: checkpoint ahead of the log") and "kwx projections rebuild" in s for s in said)
+    assert any("KWX_READ_MODELS" in s for s in said)
+
+
+def test_a_reader_that_goes_away_ends_a_command_quietly() -> None:
+    """``kwx … | head -1``: the pipe closes under the command; it stops with exit 1 and no
+    traceback, as a Unix filter does (it used to print ``BrokenPipeError`` and its stack)."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # every write to the pipe now fails at once (EPIPE): no race with a reader
+    try:
+        done = subprocess.run([sys.executable, "-m", "services.cli", "openapi"], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120)  # fmt: skip
+    finally:
+        os.close(write)
+    assert done.returncode == 1 and done.stderr == "", done.stderr
+
+
 def test_the_database_a_command_names_is_one_psql_connects_to(
     fresh_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

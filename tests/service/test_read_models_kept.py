@@ -163,7 +163,7 @@ def test_the_cli_rebuilds_the_kept_models_and_says_which_are_kept(
 
     monkeypatch.setenv("DATABASE_URL", kept[2])
     monkeypatch.setenv("KWX_READ_MODELS", KEPT)
-    assert main(["projections", "status"]) == 0
+    assert main(["projections", "status", "--json"]) == 0
     status = {line["projection"]: line for line in map(json.loads, capsys.readouterr().out.splitlines())}
     assert {n for n, line in status.items() if line["kept"]} == {"snapshots", "feed"}
     assert status["feed"]["behind"] == 0 and status["ledger"]["behind"] == len(table["events"])
