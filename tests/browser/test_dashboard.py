@@ -106,6 +106,9 @@ def test_the_choices_are_the_apis_own(page: Any, desk: Desk) -> None:
 
 def test_a_typed_player_shows_the_stats_json_and_the_chart_ends_at_the_balance(page: Any, desk: Desk) -> None:
     open_dashboard(page, desk)
+    # before a player is chosen: the hint, and no "balance over time" heading over nothing
+    expect(page.locator("#stats p.muted")).to_be_visible()
+    expect(page.locator("#chart-h")).to_be_hidden()
     page.fill("#player-input", "p001")
     page.click("#player-form button[type=submit]")
     expect(page.locator("#stats-of")).to_have_attribute("data-player", "p001")
@@ -126,6 +129,7 @@ def test_a_typed_player_shows_the_stats_json_and_the_chart_ends_at_the_balance(p
     assert shown == [[k, f"{answer['pattern_names'][k]['zh']} {won[k]} 次"] for k in sorted(won)] and shown
     ledger = desk.api("/v1/players/p001/ledger", "dashboard", limit=1000)
     expect(page.locator("svg.chart")).to_be_visible()
+    expect(page.locator("#chart-h")).to_be_visible()
     ys = page.eval_on_selector_all("svg.chart circle.point", "cs => cs.map(c => Number(c.dataset.y))")
     assert ys == over_time(ledger["entries"])
     assert ys[-1] == ledger["balance"] and ledger["entries_total"] == len(ys)

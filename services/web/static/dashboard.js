@@ -83,6 +83,7 @@ function texts() {
 async function showPlayer() {
   const L = lang(), player = params().player;
   const box = $("stats"), chart = $("chart");
+  $("chart-h").hidden = !player;  // no heading over a chart that is not there
   if (!player) {
     box.replaceChildren(el("p", { class: "muted", text: t(L, "pick") }));
     chart.replaceChildren();
