@@ -221,9 +221,10 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--after", default="HEAD")
     parser.add_argument("--rounds", type=int, default=knob("KWX_BENCH_PAIRS", 6, 1),
                         help="pairs of rounds (one of each tree)")  # fmt: skip
-    parser.add_argument("--tables", type=int, default=16)
-    parser.add_argument("--hands", type=int, default=8)
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement a round (the best)")
+    parser.add_argument("--tables", type=int, default=knob("KWX_BENCH_TABLES", 16, 4))
+    parser.add_argument("--hands", type=int, default=knob("KWX_BENCH_HANDS", 8, 2))
+    parser.add_argument("--repeat", type=int, default=knob("KWX_BENCH_REPEAT", 3, 1),
+                        help="runs of each measurement a round (the best)")  # fmt: skip
     parser.add_argument("--engine", choices=("interpreted", "compiled"), default="interpreted",
                         help="compiled: the service's mypyc build, for trees whose domain/ is the one it "
                              "was built from (a round of another tree fails and says so)")  # fmt: skip
