@@ -59,9 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     if module is None:
         print(f"kwx {args.command}: not available in this build", file=sys.stderr)
         return 2
-    from services.settings import SettingsError
-
     from services import logs
+    from services.settings import SettingsError
 
     # `serve` and the projector's `follow` are services: their log is their output (stdout).
     # Every other command answers on stdout, so its log lines go to stderr.

@@ -31,6 +31,14 @@ What is measured, by name (units as Prometheus and OpenTelemetry name them: ``_s
   process (the audit checks it).
 * ``kwx_feeds_open``: live feeds (``GET /v1/feed``, SSE streams and NDJSON long-polls) open now,
   summed over the processes (services/api/feed.py; ``KWX_FEED_MAX`` bounds each process's).
+* under ``kwx serve``, read from ``/proc`` at each scrape: ``kwx_process_cpu_seconds_total{role,
+  pid}`` and ``kwx_process_resident_memory_bytes{role, pid}`` of each of its processes — ``role``
+  ``worker`` (serves HTTP), ``projector`` (the child that keeps the read models) or
+  ``supervisor`` (``kwx serve`` itself with ``--workers`` ≥ 2: it serves nothing). What the read
+  models cost on the real load is the projector's share of the CPU (docs/operations.md, Metrics).
+
+The gauges summed over live processes (the pools, the feeds) forget a process that has died (a
+worker replaced, the projector restarted) at the next scrape; its counts stay in the totals.
 
 No label ever holds a tenant, a table id, a key or a player: ``/metrics`` needs no key.
 """
@@ -38,6 +46,7 @@ No label ever holds a tenant, a table id, a key or a player: ``/metrics`` needs 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -51,7 +60,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -266,14 +275,103 @@ class _Database(Collector):
         yield from (up, lag, behind, parked, stale)
 
 
+class _Live(Collector):
+    """``prometheus_client``'s multiprocess collector, after forgetting the processes that have died:
+    a gauge summed over live processes (``livesum``: the pools' connections, the feeds open) keeps a
+    file per process, which only ``mark_process_dead`` removes — without it, a replaced worker's last
+    values were summed into every later scrape (two dead workers' pools: the connections counted
+    three times). Counters and histograms are cumulative and keep the dead processes' counts."""
+
+    def __init__(self, path: str) -> None:
+        from prometheus_client import multiprocess as mp
+
+        self.path, self.inner = path, mp.MultiProcessCollector(None, path)
+
+    def collect(self) -> Iterable[Any]:
+        from prometheus_client import multiprocess as mp
+
+        for pid in _pids(self.path):
+            if _stat(pid) is None:
+                mp.mark_process_dead(pid, self.path)
+        return self.inner.collect()
+
+
+class _Processes(Collector):
+    """Each live process of this ``kwx serve`` — ``kwx serve`` itself and its children, found by
+    the files they count into — with its CPU time and resident memory, read from ``/proc`` at the
+    scrape (prometheus_client's own process collector reads only the process it runs in, and is not
+    offered in multiprocess mode). Nothing where ``/proc`` is not."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def collect(self) -> Iterable[Any]:
+        cpu = CounterMetricFamily("kwx_process_cpu_seconds_total",
+                                  "CPU time (user + system) of each of kwx serve's processes",
+                                  labels=["role", "pid"])  # fmt: skip
+        memory = GaugeMetricFamily("kwx_process_resident_memory_bytes",
+                                   "Resident memory of each of kwx serve's processes",
+                                   labels=["role", "pid"])  # fmt: skip
+        serve = int(os.environ.get("KWX_SERVE_PID") or 0)  # set by kwx serve for --workers >= 2
+        top = serve or os.getpid()  # one worker: the serving process is kwx serve itself
+        for pid in sorted({top, *_pids(self.path)}):
+            stat = _stat(pid)
+            if stat is None or (pid != top and stat[0] != top):
+                continue  # gone, or not ours (another server's folder, a reused pid)
+            role = "supervisor" if pid == serve else "projector" if _is_projector(pid) else "worker"
+            cpu.add_metric([role, str(pid)], stat[1])
+            memory.add_metric([role, str(pid)], stat[2])
+        yield cpu
+        yield memory
+
+
+_PID_FILE = re.compile(r"[a-z_]+_(\d+)\.db")
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _pids(path: str) -> set[int]:
+    """The processes that have counted into the multiprocess folder (by its files' names)."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return set()
+    return {int(m.group(1)) for n in names if (m := _PID_FILE.fullmatch(n))}
+
+
+def _stat(pid: int) -> tuple[int, float, int] | None:
+    """(parent pid, CPU seconds, resident bytes) of a running process, from ``/proc``; None when it
+    has exited (no entry, or a zombie not yet reaped) or ``/proc`` cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            resident = int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()  # after "pid (comm) ": state, ppid, …
+    if fields[0] in (b"Z", b"X"):
+        return None
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS, resident
+
+
+def _is_projector(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return False
+    return b"projections" in argv and b"follow" in argv
+
+
 def _registry(pool: Any, replica: Any = None, kept: Sequence[str] | None = None) -> CollectorRegistry:
     """Every metric of this process (or, in multiprocess mode, every process's, summed), with the
     database's read at each scrape when ``pool`` is given (the kept read models': ``kept``)."""
     registry = CollectorRegistry(auto_describe=False)
     if multiprocess():
-        from prometheus_client import multiprocess as mp
-
-        mp.MultiProcessCollector(registry)
+        path = os.environ[MULTIPROC_ENV]
+        registry.register(_Live(path))
+        registry.register(_Processes(path))
     else:
         registry.register(_Default())
     if pool is not None:

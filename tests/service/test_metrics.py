@@ -205,6 +205,71 @@ def test_every_worker_and_the_projector_are_counted(pg_cluster: Any, tmp_path: P
                 assert metric in names, f"{metric} (in {expr!r}) is not exported"
 
 
+def test_each_process_says_its_cpu_and_memory_and_a_dead_workers_gauges_are_forgotten(
+    pg_cluster: Any, tmp_path: Path
+) -> None:
+    """Under ``kwx serve --workers 2``: every scrape has each live process's CPU and memory by role
+    (the supervisor, two workers, the projector child: the pids /proc shows). A worker killed and
+    replaced leaves the sums of live gauges (the pools' connections) at the next scrape — its file
+    was summed into every later scrape before — and leaves the counted totals."""
+    import os
+    import signal
+
+    from tests.service.serving import alive, descendants
+
+    url = pg_cluster.create_database("kwx_metrics_procs")
+    folder = tmp_path / "mp"
+    folder.mkdir()
+    with serving(url, tmp_path / "serve.out", workers=2, KWX_LOG_LEVEL="warning", KWX_POOL_SIZE="2",
+                 PROMETHEUS_MULTIPROC_DIR=str(folder)) as (proc, base, _):  # fmt: skip
+        headers = _key(url, "procs")
+
+        def processes() -> dict[int, tuple[str, float, float]] | None:
+            found = samples(httpx.get(f"{base}/metrics", timeout=30).text)
+            cpu = {int(dict(ls)["pid"]): (dict(ls)["role"], v) for (n, ls), v in found.items()
+                   if n == "kwx_process_cpu_seconds_total"}  # fmt: skip
+            rss = {
+                int(dict(ls)["pid"]): v
+                for (n, ls), v in found.items()
+                if n == "kwx_process_resident_memory_bytes"
+            }
+            roles = sorted(role for role, _ in cpu.values())
+            if roles != ["projector", "supervisor", "worker", "worker"]:
+                return None  # the projector child or a worker still starting
+            return {pid: (role, seconds, rss[pid]) for pid, (role, seconds) in cpu.items()}
+
+        seen = wait_for(processes, 60, "not every process of kwx serve was reported")
+        family = descendants(proc.pid)
+        assert {pid for pid, (role, _, _) in seen.items() if role == "supervisor"} == {proc.pid}
+        assert {pid for pid in seen if pid != proc.pid} <= family
+        assert all(seconds > 0 and rss > 10_000_000 for _, seconds, rss in seen.values()), seen
+        (projector,) = [pid for pid, (role, _, _) in seen.items() if role == "projector"]
+        with open(f"/proc/{projector}/cmdline", "rb") as f:
+            assert f.read().split(b"\0")[-3:-1] == [b"projections", b"follow"]
+
+        workers = sorted(pid for pid, (role, _, _) in seen.items() if role == "worker")
+        with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
+
+            def both_counted() -> bool:  # both workers answered something: each has its files
+                client.get("/v1/tables/none/events")
+                files = [folder / f"{kind}_{w}.db" for w in workers for kind in ("gauge_livesum", "counter")]
+                return all(f.exists() for f in files)
+
+            wait_for(both_counted, 60, "a worker never counted")
+            victim = workers[0]
+            os.kill(victim, signal.SIGKILL)
+            wait_for(lambda: not alive(victim), 30, "the killed worker is still there")
+
+            def replaced() -> dict[int, tuple[str, float, float]] | None:
+                now = processes()
+                return now if now and victim not in now else None
+
+            after = wait_for(replaced, 60, "the killed worker was not replaced")
+        assert not (folder / f"gauge_livesum_{victim}.db").exists()  # forgotten at the scrape
+        assert (folder / f"counter_{victim}.db").exists()  # its counts stay in the totals
+        assert len([pid for pid, (role, _, _) in after.items() if role == "worker"]) == 2
+
+
 def _dashboard_and_alert_exprs() -> list[str]:
     dashboard = json.loads((ROOT / "docs" / "grafana" / "kwx.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
