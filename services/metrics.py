@@ -29,6 +29,8 @@ What is measured, by name (units as Prometheus and OpenTelemetry name them: ``_s
   each scrape: ``kwx_replica_up``, ``kwx_replica_lag_seconds``, ``kwx_replica_lag_bytes``.
 * ``kwx_chain_verification_failures_total``: tables whose hash chain failed a check in a serving
   process (the audit checks it).
+* ``kwx_build_info{version, engine, judge}`` (1, with a ``pid`` label per process under ``kwx
+  serve``): what each process runs — its engine ``compiled`` or ``interpreted``, its ``judge``.
 * ``kwx_feeds_open``: live feeds (``GET /v1/feed``, SSE streams and NDJSON long-polls) open now,
   summed over the processes (services/api/feed.py; ``KWX_FEED_MAX`` bounds each process's).
 * under ``kwx serve``, read from ``/proc`` at each scrape: ``kwx_process_cpu_seconds_total{role,
@@ -90,6 +92,10 @@ PROJECTION_EVENTS = Counter("kwx_projection_events", "Events applied by the proj
 PROJECTION_BATCHES = Counter("kwx_projection_batches", "Projector batches committed that moved a checkpoint")
 PROJECTION_PARKED = Counter("kwx_projection_parked", "Events the projector parked with an error")
 FEEDS_OPEN = Gauge("kwx_feeds_open", "Live feeds (GET /v1/feed) open", multiprocess_mode="livesum")
+BUILD = Gauge(
+    "kwx_build_info", "1 for each running process: its kwx version, rules engine and judge (stored facts')",
+    ["version", "engine", "judge"], multiprocess_mode="liveall",
+)  # fmt: skip
 CHAIN_FAILURES = Counter(
     "kwx_chain_verification_failures", "Tables whose hash chain failed a check in a serving process"
 )
@@ -117,6 +123,23 @@ def multiprocess() -> bool:
 
 
 # ---------------------------------------------------------------------------------- recording
+def mark_build() -> None:
+    """This process's ``kwx_build_info``: its kwx version, whether its rules engine is the mypyc
+    build, and its judge (``projections.stored_facts.JUDGE``: the facts it stores and takes). Two
+    judges at once — a process started after the code changed on disk, a rolling deploy — mean the
+    projector folds the other judge's events instead of taking their facts (docs/projections.md §1)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from projections.stored_facts import JUDGE
+    from services import compiled_engine
+
+    try:
+        release = version("kwx")
+    except PackageNotFoundError:  # run from a tree that was never installed
+        release = "unknown"
+    BUILD.labels(release, "compiled" if compiled_engine.active() else "interpreted", str(JUDGE)).set(1)
+
+
 def observe_request(route: str | None, method: str, status: int, seconds: float) -> None:
     method = method if method in METHODS else "OTHER"
     route = route or UNMATCHED

@@ -77,6 +77,7 @@ def create_app(
 
             owned = container = app.state.container = bootstrap(settings)
         metrics.POOLS.add("sync", getattr(container, "pool", None))
+        metrics.mark_build()
         container.start_projector()
         try:
             yield

@@ -181,6 +181,7 @@ def _follow(projector: object, conninfo: str, gather: float) -> int:
     from services import heap, metrics
 
     projector.on_batch = metrics.observe_projection  # type: ignore[attr-defined]
+    metrics.mark_build()
     runner = ProjectorRunner(projector, conninfo, heartbeat=_heartbeat(), gather_seconds=gather)  # type: ignore[arg-type]
     heap.settle()  # what the process keeps: never traversed by the collector again
     runner.start()

@@ -244,6 +244,15 @@ def test_each_process_says_its_cpu_and_memory_and_a_dead_workers_gauges_are_forg
         assert {pid for pid in seen if pid != proc.pid} <= family
         assert all(seconds > 0 and rss > 10_000_000 for _, seconds, rss in seen.values()), seen
         (projector,) = [pid for pid, (role, _, _) in seen.items() if role == "projector"]
+        from projections.stored_facts import JUDGE
+
+        scraped = samples(httpx.get(f"{base}/metrics", timeout=30).text).items()
+        builds = {
+            int(dict(ls)["pid"]): dict(ls) for (n, ls), v in scraped if n == "kwx_build_info" and v == 1
+        }
+        assert {pid for pid, (role, _, _) in seen.items() if role != "supervisor"} <= set(builds), builds
+        assert {b["judge"] for b in builds.values()} == {str(JUDGE)}  # the one build, whichever process
+        assert len({(b["version"], b["engine"]) for b in builds.values()}) == 1
         with open(f"/proc/{projector}/cmdline", "rb") as f:
             assert f.read().split(b"\0")[-3:-1] == [b"projections", b"follow"]
 
