@@ -314,7 +314,7 @@ class _Live(Collector):
         from prometheus_client import multiprocess as mp
 
         for pid in _pids(self.path):
-            if _stat(pid) is None:
+            if _gone(pid):
                 mp.mark_process_dead(pid, self.path)
         return self.inner.collect()
 
@@ -376,6 +376,20 @@ def _stat(pid: int) -> tuple[int, float, int] | None:
     if fields[0] in (b"Z", b"X"):
         return None
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS, resident
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie counts as exited). Without ``/proc`` (not Linux): whether
+    signal 0 finds it."""
+    if os.path.isdir("/proc/self"):
+        return _stat(pid) is None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process: it exists
+        return False
+    return False
 
 
 def _is_projector(pid: int) -> bool:

@@ -302,3 +302,25 @@ def test_a_port_of_its_own(pg_cluster: Any, tmp_path: Path) -> None:
         assert httpx.get(f"{base}/metrics").status_code == 404  # not on the service's port
         text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
         assert "kwx_http_requests_total" in text and "kwx_database_up 1.0" in text
+
+
+@pytest.mark.parametrize("proc", [True, False], ids=["/proc", "no /proc"])
+def test_a_process_is_gone_once_it_has_exited_and_been_reaped(
+    proc: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the live gauges' pruning asks before it forgets a process's files: this process is
+    there; a child that exited and was waited for is gone. Without ``/proc`` (not Linux) signal 0
+    answers, so a scrape there never forgets a live process's gauges."""
+    import os
+    import subprocess
+    import sys
+
+    from services import metrics
+
+    if not proc:
+        real = os.path.isdir
+        monkeypatch.setattr(metrics.os.path, "isdir", lambda p: False if p == "/proc/self" else real(p))
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait(60)
+    assert metrics._gone(os.getpid()) is False
+    assert metrics._gone(child.pid) is True
