@@ -546,6 +546,36 @@ HANDS_ROW_JS = """() => {
 }"""
 
 
+TOOLS_JS = """() => ['#seat', '#report-btn', '#help-btn'].map(s => {
+  const box = document.querySelector(s).getBoundingClientRect();
+  return Math.round(box.top + box.height / 2); })"""
+
+
+@pytest.mark.parametrize(("locale", "narrowest"), [("zh-CN", 400), ("en-US", 500)])
+def test_the_view_the_report_and_the_help_share_a_line_at_every_width(
+    browser: Any, desk: Desk, locale: str, narrowest: int
+) -> None:
+    """Above the board the view's choice, the report and the help wrap as one group, whatever the
+    width: at 1280 px in Chinese an 8-hand table's header had left the help button alone on the
+    next line. Every width 10 px apart, from where the group fits on a line (≈ 314 px in Chinese,
+    445 in English) to a wide desk's."""
+    context = browser.new_context(locale=locale, viewport={"width": 1400, "height": 900})
+    context.add_init_script(f"sessionStorage.setItem('kwx.key', {desk.keys['support']!r})")
+    tab = context.new_page()
+    try:
+        tab.goto(f"{desk.base}/replay?{urlencode({'table': KONG_TABLE})}")
+        expect(tab.locator("#hands button").first).to_be_visible()
+        split = []
+        for width in range(narrowest, 1601, 10):
+            tab.set_viewport_size({"width": width, "height": 900})
+            tops = tab.evaluate(TOOLS_JS)
+            if max(tops) - min(tops) > 4:
+                split.append((width, tops))
+        assert not split, split
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("size", [(390, 844), (1280, 800)])
 def test_on_a_phone_a_long_tables_hands_are_one_row_that_keeps_the_hand_in_view(
     browser: Any, desk: Desk, long_table: tuple[str, str], size: tuple[int, int]

@@ -659,10 +659,11 @@ function build() {
       L("next", "button", { type: "button", id: "next", onclick: () => go(cur() + 1) }),
       L("last", "button", { type: "button", id: "last", onclick: () => go(handEnd(S.hand)) }), jumpForm),
     slider, jumps, el("p", { id: "note", class: "muted", "aria-live": "polite" }));
-  const top = el("div", { class: "row viewer-head" }, el("h2", { id: "table-title" }), el("nav", { id: "hands", ...aria("hands_nav") }),
-    el("label", {}, L("view"), " ", seatSel),
+  // the view, the report and the help wrap as one group: never one button alone on a line
+  const tools = el("span", { class: "row viewer-tools" }, el("label", {}, L("view"), " ", seatSel),
     L("report", "button", { type: "button", id: "report-btn", onclick: showReport }),
     L("help", "button", { type: "button", id: "help-btn", onclick: () => toggleHelp() }));
+  const top = el("div", { class: "row viewer-head" }, el("h2", { id: "table-title" }), el("nav", { id: "hands", ...aria("hands_nav") }), tools);
   const viewer = el("section", { id: "viewer", hidden: true }, top,
     el("div", { id: "hash-warning", class: "warning", role: "alert", hidden: true }), controls,
     el("div", { class: "replay-grid" }, el("div", { id: "board" }),
