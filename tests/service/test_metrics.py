@@ -324,3 +324,25 @@ def test_a_process_is_gone_once_it_has_exited_and_been_reaped(
     child.wait(60)
     assert metrics._gone(os.getpid()) is False
     assert metrics._gone(child.pid) is True
+
+
+def test_a_killed_servers_metrics_folder_is_removed_by_the_next(tmp_path: Path) -> None:
+    """``kwx serve`` killed with SIGKILL runs no exit handler and leaves its metrics folder; the next
+    one removes the folders whose owner no longer runs, and no other folder."""
+    import os
+    import subprocess
+    import sys
+
+    from services.metrics_dir import PREFIX, sweep
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(60)
+    left = tmp_path / f"{PREFIX}{gone.pid}-abc"
+    running = tmp_path / f"{PREFIX}{os.getpid()}-def"
+    unnamed = tmp_path / f"{PREFIX}ghi"  # a folder of a kwx before the pid was in the name
+    other = tmp_path / "something-else"
+    for folder in (left, running, unnamed, other):
+        folder.mkdir()
+        (folder / "counter_1.db").write_bytes(b"\0" * 16)
+    assert sweep(tmp_path) == [left]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (running, unnamed, other))
