@@ -65,7 +65,8 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+from services.metrics_dir import MULTIPROC_ENV, running
+
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 UNMATCHED = "unmatched"
@@ -302,8 +303,9 @@ class _Live(Collector):
     """``prometheus_client``'s multiprocess collector, after forgetting the processes that have died:
     a gauge summed over live processes (``livesum``: the pools' connections, the feeds open) keeps a
     file per process, which only ``mark_process_dead`` removes — without it, a replaced worker's last
-    values were summed into every later scrape (two dead workers' pools: the connections counted
-    three times). Counters and histograms are cumulative and keep the dead processes' counts."""
+    values were summed into every later scrape (2 workers, one killed and replaced: the pools'
+    connections went 5 → 7; with the pruning 4 → 4). Counters and histograms are cumulative and keep the dead
+    processes' counts."""
 
     def __init__(self, path: str) -> None:
         from prometheus_client import multiprocess as mp
@@ -380,16 +382,10 @@ def _stat(pid: int) -> tuple[int, float, int] | None:
 
 def _gone(pid: int) -> bool:
     """The process has exited (a zombie counts as exited). Without ``/proc`` (not Linux): whether
-    signal 0 finds it."""
+    signal 0 misses it."""
     if os.path.isdir("/proc/self"):
         return _stat(pid) is None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # another user's process: it exists
-        return False
-    return False
+    return not running(pid)
 
 
 def _is_projector(pid: int) -> bool:

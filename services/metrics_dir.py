@@ -48,13 +48,14 @@ def sweep(parent: Path) -> list[Path]:
             mine = folder.is_dir() and folder.stat().st_uid == os.getuid()
         except OSError:
             continue
-        if owner and mine and not _running(int(owner.group(1))):
+        if owner and mine and not running(int(owner.group(1))):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """Whether signal 0 finds the process (a zombie not yet reaped still counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
