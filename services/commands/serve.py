@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     form = "compiled with mypyc" if compiled_engine.active() else "interpreted"
     print(f"kwx: rules engine: {container.engine.name} ({form})")
     print(f"kwx: listening on http://{args.host}:{args.port}  (health: /v1/health, docs: /docs)")
+    print(f"kwx: pages: http://{args.host}:{args.port}/replay (support desk), /dashboard (statistics)")
     print("kwx: create a key with:  .venv/bin/kwx keys create --tenant NAME --role platform", flush=True)
     # uvicorn re-raises SIGTERM after its graceful shutdown; with Python's default handler the
     # process would die without running atexit, leaving the embedded PostgreSQL running.

@@ -1,4 +1,5 @@
-"""The support desk's pages (issue 17): ``/replay`` and ``/dashboard``, served by kwx itself.
+"""The support desk's pages (issue 17): ``/replay`` and ``/dashboard``, served by kwx itself, and
+``/``, which says in both languages where each page (and the API's reference and health) is.
 
 Every asset is a file of this package (``services/web/static``): no CDN, no outside request. The
 pages read only kwx's own API with the key the agent signs in with (kept in ``sessionStorage``).
@@ -26,7 +27,7 @@ CSP = (
 )
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
            "Referrer-Policy": "no-referrer", "Cache-Control": "no-cache"}  # fmt: skip
-PAGES = {"replay": "replay.html", "dashboard": "dashboard.html"}
+PAGES = {"replay": "replay.html", "dashboard": "dashboard.html", "start": "index.html"}
 
 router = APIRouter(include_in_schema=False)
 
@@ -52,6 +53,11 @@ def _file(name: str, request: Request) -> Response:
     if media.startswith("text/") or media in ("application/javascript", "image/svg+xml"):
         media += "; charset=utf-8"
     return Response(data, media_type=media, headers=headers)
+
+
+@router.get("/")
+def start_page(request: Request) -> Response:
+    return _file(PAGES["start"], request)
 
 
 @router.get("/replay")

@@ -29,7 +29,7 @@ _axe = Axe()
 # in, so a screen reader reads 回放 as Chinese on an English page and "Sign in" as English on a Chinese one.
 MIXED_JS = r"""() => {
   const wrong = [];
-  for (const root of document.querySelectorAll("header.bar, #signin")) {
+  for (const root of document.querySelectorAll("header.bar, #signin, .start")) {
     const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (let n = walk.nextNode(); n; n = walk.nextNode()) {
       const text = n.textContent, said = n.parentElement.closest("[lang]").lang;
@@ -132,9 +132,15 @@ def dashboard_screens(desk: Desk) -> list[tuple[str, Callable[[Any], None]]]:
             ("nothing found", nothing)]  # fmt: skip
 
 
+def start_screens(desk: Desk) -> list[tuple[str, Callable[[Any], None]]]:
+    return [("start", lambda tab: tab.goto(f"{desk.base}/"))]
+
+
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}px")
 @pytest.mark.parametrize("lang", list(LOCALES))
-@pytest.mark.parametrize("pages", [replay_screens, dashboard_screens], ids=["replay", "dashboard"])
+@pytest.mark.parametrize(
+    "pages", [replay_screens, dashboard_screens, start_screens], ids=["replay", "dashboard", "start"]
+)
 def test_every_screen_passes_axe(
     browser: Any, desk: Desk, pages: Callable[[Desk], list[tuple[str, Callable[[Any], None]]]], lang: str,
     size: tuple[int, int],
@@ -147,7 +153,7 @@ def test_every_screen_passes_axe(
     try:
         for name, show in pages(desk):
             show(tab)
-            if name != "sign-in":  # the sign-in screen says its few words in both languages
+            if name not in ("sign-in", "start"):  # these say their few words in both languages
                 assert tab.evaluate("document.documentElement.lang") == lang, name
             found[name] = violations(tab) + [
                 f"{text!r} read as {said}" for text, said in tab.evaluate(MIXED_JS)

@@ -3,20 +3,46 @@ allows only this origin, the key kept in sessionStorage only, no request leaving
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
+from playwright.sync_api import expect
 
 from tests.browser.conftest import Desk, sign_in
 
 
 def test_every_page_and_asset_is_served_with_a_same_origin_policy(desk: Desk) -> None:
-    for path in ("/replay", "/dashboard", "/static/api.js", "/static/kwx.css"):
+    for path in ("/", "/replay", "/dashboard", "/static/api.js", "/static/kwx.css"):
         answer = httpx.get(desk.base + path, timeout=30)
         assert answer.status_code == 200, path
         assert "default-src 'self'" in answer.headers["content-security-policy"], path
     assert httpx.get(desk.base + "/static/../services/web/__init__.py", timeout=30).status_code == 404
     assert httpx.get(desk.base + "/static/nope.js", timeout=30).status_code == 404
+
+
+def test_the_services_address_leads_to_each_page(page: Any, desk: Desk) -> None:
+    """``/`` is where a person lands who opens the address ``kwx serve`` printed: each of its links
+    opens what it names, in both languages, with no request leaving the origin and no script."""
+    page.goto(desk.base + "/")
+    links = (("#to-replay", "回放", "Replay"), ("#to-dashboard", "数据", "Dashboard"),
+             ("#to-docs", "接口文档", "API reference"), ("#to-health", "健康状态", "Health"))  # fmt: skip
+    for item, zh, en in links:
+        expect(page.locator(f"{item} a")).to_have_text(f"{zh} · {en}")
+    assert page.evaluate("document.scripts.length") == 0
+    page.click("#to-replay a")
+    expect(page.locator("#signin")).to_be_visible()
+    assert page.url == desk.base + "/replay"
+    page.go_back()
+    page.click("#to-dashboard a")
+    expect(page.locator("#signin")).to_be_visible()
+    assert page.url == desk.base + "/dashboard"
+    page.go_back()
+    page.click("#to-docs a")
+    expect(page.locator(".swagger-ui")).to_be_visible()
+    page.go_back()
+    page.click("#to-health a")
+    assert json.loads(page.inner_text("body"))["database"] == "ok"
 
 
 def test_an_asset_the_browser_has_is_a_304_and_what_is_read_comes_gzipped(desk: Desk) -> None:

@@ -53,6 +53,11 @@ def test_kwx_serve_on_the_embedded_postgres() -> None:
         banner = out.read_text()
         assert f"listening on http://127.0.0.1:{port}" in banner and "kwx keys create" in banner
         assert "embedded" in banner and "migrated" in banner
+        assert f"pages: {base}/replay (support desk), /dashboard" in banner
+        start = httpx.get(base + "/", timeout=30)  # a person who opens the service's address
+        assert start.status_code == 200 and start.headers["content-type"].startswith("text/html")
+        pages = ("/replay", "/dashboard", "/docs", "/v1/health")
+        assert all(f'href="{page}"' in start.text for page in pages)
         # a new machine: serve says it created the database, and where (issue 15)
         assert f"created database embedded PostgreSQL in {data / 'kwx' / 'pg'}" in banner, banner
         command = [
