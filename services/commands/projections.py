@@ -11,7 +11,10 @@ or copied read models) and whether this deployment keeps it (``kept``).
 §1): the ones that apply leave the parked table, the ones still failing stay with tries + 1.
 ``follow`` runs the projector of the kept read models as its own process (for a service started
 with ``KWX_PROJECTOR=off``) until Ctrl-C.
-Output: ``status`` a table (``--json``: one JSON object per model, for scripts); the others JSON lines.
+Output: for a person — ``status`` a table, ``rebuild`` what it did and a table per model, ``retry`` a
+table of what each model applied and still has parked; ``--json`` for scripts (one JSON object per
+model, or the rebuild's summary); a refused command says why on stderr (as JSON on stdout with
+``--json``), exit status 2.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -39,12 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="ledger, player_stats, discrepancies, snapshots, discovery, feed (default: KWX_READ_MODELS)",
     )
+    rebuild.add_argument("--json", action="store_true", help="what it did as one JSON object (for scripts)")
     status = sub.add_parser("status", help="checkpoints, parked events and staleness of the read models")
     status.add_argument("--json", action="store_true", help="one JSON object per model (for scripts)")
     retry = sub.add_parser("retry", help="apply parked events again, in order (after a fix)")
     retry.add_argument("--model", metavar="NAME", help="only this read model's parked events")
     retry.add_argument("--table", metavar="ID", help="only this table's parked events")
     retry.add_argument("--tenant", metavar="TENANT", help="only this tenant's parked events")
+    retry.add_argument("--json", action="store_true", help="one JSON object per model (for scripts)")
     sub.add_parser("follow", help="run the projector in this process until interrupted (LISTEN/NOTIFY)")
 
 
@@ -60,15 +66,12 @@ def run(args: argparse.Namespace) -> int:
     names = named or kept  # rebuild: the kept models unless named (a model not kept may be named)
     model = getattr(args, "model", None)
     unknown = [n for n in (*names, *([model] if model else [])) if n not in registry.BY_NAME]
+    as_json = getattr(args, "json", False)
     if unknown:
-        message = f"unknown projection(s): {', '.join(unknown)}"
-        print(json.dumps({"error": message, "known": list(registry.NAMES)}))
-        return 2
+        return _refuse(f"unknown projection(s): {', '.join(unknown)}", as_json)
     if not names and args.action in ("rebuild", "follow"):
         what = "name the models to rebuild" if args.action == "rebuild" else "nothing to follow"
-        message = f"KWX_READ_MODELS={settings.read_models}: no read model is kept here; {what}"
-        print(json.dumps({"error": message, "known": list(registry.NAMES)}))
-        return 2
+        return _refuse(f"KWX_READ_MODELS={settings.read_models}: no read model is kept here; {what}", as_json)
     container = bootstrap(settings, url=command_database(settings, "projections", init=args.init))
     try:
         refold = getattr(args, "refold", False)
@@ -81,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             return _follow(projector, container.database_url, settings.projector_gather)
         if args.action == "status":
             lines = [{**line, "kept": line["projection"] in kept} for line in projector.status()]
-            if args.json:
+            if as_json:
                 for line in lines:
                     print(json.dumps(line))
             else:
@@ -89,11 +92,14 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if args.action == "retry":
             done = projector.retry(model, args.table, args.tenant)
-            for name in registry.NAMES:
-                if name in done:
-                    print(json.dumps({"projection": name, **done[name]}))
-            if not done:
-                print(json.dumps({"retried": 0, "message": "no parked events matched"}))
+            retried = [{"projection": name, **done[name]} for name in registry.NAMES if name in done]
+            if as_json:
+                for line in retried:
+                    print(json.dumps(line))
+                if not done:
+                    print(json.dumps({"retried": 0, "message": "no parked events matched"}))
+            else:
+                print(_retried_table(retried, model, args.table, args.tenant))
             return 0
         from services import heap
 
@@ -101,10 +107,68 @@ def run(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         events = projector.rebuild(names)
         seconds = time.perf_counter() - started
-        print(json.dumps(_rebuilt(container.pool, projector, names, events, seconds)))
+        rebuilt = _rebuilt(container.pool, projector, names, events, seconds)
+        print(json.dumps(rebuilt) if as_json else _rebuilt_text(rebuilt))
         return 0
     finally:
         container.close()
+
+
+def _refuse(message: str, as_json: bool) -> int:
+    from projections import registry
+
+    if as_json:
+        print(json.dumps({"error": message, "known": list(registry.NAMES)}))
+    else:
+        print(f"kwx projections: {message} (the read models: {', '.join(registry.NAMES)})", file=sys.stderr)
+    return 2
+
+
+def _table(columns: tuple[str, ...], rows: list[tuple[str, ...]], right: set[int]) -> list[str]:
+    """Rows under their headings, each column as wide as its widest cell (``right``: the columns
+    aligned right, numbers)."""
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+
+    def fmt(cells: tuple[str, ...]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return [fmt(columns), *(fmt(r) for r in rows)]
+
+
+def _rebuilt_text(done: dict[str, Any]) -> str:
+    """``rebuild`` for a person: what this run applied and how fast, where the facts came from,
+    and per model what its checkpoint counts and what is still after it."""
+    rate = f", {done['events_per_second']:,} events/s" if done["events_per_second"] else ""
+    out = [
+        f"rebuilt {', '.join(done['rebuilt'])} from position 0: {done['events']:,} events in "
+        f"{done['seconds']:.2f} s{rate}",
+        f"  facts taken as the append stored them: {done['from_stored_facts']:,} events; folded here: "
+        f"{done['folded']:,} ({done['refolds']:,} tables refolded)",
+    ]
+    if done["by_running_service"]:
+        out.append(f"  a running service's projector applied {done['by_running_service']:,} more meanwhile")
+    rows = [(n, f"{m['applied']:,}", f"{m['behind']:,}") for n, m in done["models"].items()]
+    out += _table(("model", "applied", "behind"), rows, {1, 2})
+    out.append(f"the log holds {done['stored']:,} events")
+    return "\n".join(out)
+
+
+def _retried_table(
+    lines: list[dict[str, Any]], model: str | None, table: str | None, tenant: str | None
+) -> str:
+    """``retry`` for a person: per model, the parked events it applied and those still parked."""
+    if not lines:
+        among = [f"{k} {v}" for k, v in (("model", model), ("table", table), ("tenant", tenant)) if v]
+        return "no parked events matched" + (f" ({', '.join(among)})" if among else "")
+    rows = [(line["projection"], f"{line['applied']:,}", f"{line['parked']:,}") for line in lines]
+    out = _table(("model", "applied", "still parked"), rows, {1, 2})
+    if any(line["parked"] for line in lines):
+        out.append("still parked: each waits with its error and tries (kwx projections status; "
+                   "GET /v1/projections/parked)")  # fmt: skip
+    return "\n".join(out)
 
 
 _STATUS_COLUMNS = (
@@ -130,16 +194,7 @@ def _status_table(lines: list[dict[str, Any]]) -> str:
         )
         for line in lines
     ]  # fmt: skip
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(_STATUS_COLUMNS)]
-    right = {2, 3}
-
-    def fmt(cells: tuple[str, ...]) -> str:
-        return "  ".join(
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    out = [fmt(_STATUS_COLUMNS), *(fmt(r) for r in rows)]
+    out = _table(_STATUS_COLUMNS, rows, {2, 3})
     out += [f"{line['projection']}: {line['message']}" for line in lines if line.get("message")]
     if any(not line["kept"] for line in lines):
         out.append("a model not kept (KWX_READ_MODELS) is not projected here: its 'behind' grows on purpose")

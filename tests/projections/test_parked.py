@@ -288,10 +288,18 @@ def test_kwx_projections_status_and_retry_print_parked_events(
     status = {s["projection"]: s for s in lines}  # the answer alone: the log's lines go to stderr
     assert status["ledger"]["parked"] >= 1 and status["feed"]["parked"] == 0
     assert all(s["stale"] is False and s["behind"] == 0 for s in status.values())
+    # still broken: said for a person, nothing applied, every one still parked, and where to look
+    assert main(["projections", "retry", "--table", table]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].split() == ["model", "applied", "still", "parked"]
+    assert said[1].split() == ["ledger", "0", str(status["ledger"]["parked"])] and len(said) == 3
+    assert said[2].startswith("still parked: each waits with its error and tries")
     poison_ledger.clear()
-    assert main(["projections", "retry", "--model", "ledger", "--table", table]) == 0
+    assert main(["projections", "retry", "--model", "ledger", "--table", table, "--json"]) == 0
     out = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
     assert out == [{"projection": "ledger", "applied": status["ledger"]["parked"], "parked": 0}]
+    assert main(["projections", "retry", "--model", "ledger", "--table", table]) == 0
+    assert capsys.readouterr().out == f"no parked events matched (model ledger, table {table})\n"
     assert main(["projections", "retry", "--model", "nonsense"]) == 2
 
 

@@ -4,6 +4,7 @@ sums to zero; a rebuild equals the incremental build; a failed batch leaves noth
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections import Counter
@@ -291,7 +292,7 @@ def test_kwx_projections_rebuild_and_status(
     before = _dump(container, tenant, [])["ledger"]
     monkeypatch.setenv("DATABASE_URL", database_url)
     monkeypatch.setenv("KWX_LOG_LEVEL", "warning")
-    assert main(["projections", "rebuild", "ledger"]) == 0
+    assert main(["projections", "rebuild", "ledger", "--json"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["rebuilt"] == ["ledger"] and out["events"] > 0
     assert _dump(container, tenant, [])["ledger"] == before
@@ -301,15 +302,33 @@ def test_kwx_projections_rebuild_and_status(
     assert out["stored"] == stored and out["models"]["ledger"]["behind"] == 0
     assert out["models"]["ledger"]["applied"] == out["events"] + out["by_running_service"] == stored
     assert out["from_stored_facts"] > 0 and out["folded"] == 0
-    assert main(["projections", "rebuild", "--refold", "ledger"]) == 0
+    assert main(["projections", "rebuild", "--refold", "ledger", "--json"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["from_stored_facts"] == 0 and out["folded"] == out["events"] > 0
     assert _dump(container, tenant, [])["ledger"] == before
+    # for a person: the same numbers, said (the summary's first lines, then a row per model)
+    assert main(["projections", "rebuild", "ledger"]) == 0
+    said = capsys.readouterr().out.strip().splitlines()
+    summary = r"rebuilt ledger from position 0: ([\d,]+) events in [\d.]+ s, [\d,]+ events/s"
+    head = re.fullmatch(summary, said[0])
+    assert head is not None, said
+    by_others = r"  a running service's projector applied ([\d,]+) more meanwhile"
+    meanwhile = [m for m in (re.fullmatch(by_others, line) for line in said) if m]
+    taken = sum(int(m[1].replace(",", "")) for m in meanwhile)  # (the fixtures' projector, if it ran)
+    assert int(head[1].replace(",", "")) + taken == stored
+    assert "folded here: 0 (0 tables refolded)" in said[1]
+    assert said[-3].split() == ["model", "applied", "behind"]
+    assert said[-2].split() == ["ledger", f"{stored:,}", "0"]
+    assert said[-1] == f"the log holds {stored:,} events"
     assert main(["projections", "status", "--json"]) == 0
     status = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
     assert {s["projection"] for s in status} == set(registry.NAMES)
     assert all(s["behind"] >= 0 for s in status)
     assert main(["projections", "rebuild", "nonsense"]) == 2
+    refused = capsys.readouterr()
+    assert refused.out == "" and "unknown projection(s): nonsense (the read models: ledger," in refused.err
+    assert main(["projections", "rebuild", "nonsense", "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == "unknown projection(s): nonsense"
 
 
 def test_record_tables_project_what_the_checked_fold_and_kwx_settle_compute(

@@ -167,17 +167,19 @@ def test_the_cli_rebuilds_the_kept_models_and_says_which_are_kept(
     status = {line["projection"]: line for line in map(json.loads, capsys.readouterr().out.splitlines())}
     assert {n for n, line in status.items() if line["kept"]} == {"snapshots", "feed"}
     assert status["feed"]["behind"] == 0 and status["ledger"]["behind"] == len(table["events"])
-    assert main(["projections", "rebuild"]) == 0
+    assert main(["projections", "rebuild", "--json"]) == 0
     rebuilt = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert rebuilt["rebuilt"] == ["snapshots", "feed"] and rebuilt["events"] == len(table["events"])
     # a model not kept can still be projected on purpose, by name
     assert main(["projections", "rebuild", "ledger"]) == 0
-    assert json.loads(capsys.readouterr().out.splitlines()[-1])["rebuilt"] == ["ledger"]
+    assert capsys.readouterr().out.startswith("rebuilt ledger from position 0: ")
     with psycopg.connect(kept[2]) as conn:
         (entries,) = conn.execute("SELECT count(*) FROM proj_ledger_entries").fetchone() or (0,)
     assert entries > 0
     monkeypatch.setenv("KWX_READ_MODELS", "none")
     assert main(["projections", "rebuild"]) == 2
+    assert "KWX_READ_MODELS=none: no read model is kept here" in capsys.readouterr().err
+    assert main(["projections", "rebuild", "--json"]) == 2
     assert "no read model is kept" in json.loads(capsys.readouterr().out)["error"]
 
 
