@@ -240,7 +240,11 @@ def _follow(projector: object, conninfo: str, gather: float) -> int:
     runner = ProjectorRunner(projector, conninfo, heartbeat=_heartbeat(), gather_seconds=gather)  # type: ignore[arg-type]
     heap.settle()  # what the process keeps: never traversed by the collector again
     runner.start()
-    print(json.dumps({"following": True}), flush=True)
+    import structlog
+
+    # one line of the process's log (stdout, JSON, as kwx serve's): a person and a log shipper alike
+    models = list(projector.names)  # type: ignore[attr-defined]
+    structlog.get_logger("kwx.projector").info("projector_following", models=models, gather_seconds=gather)
     try:
         while True:
             time.sleep(3600)

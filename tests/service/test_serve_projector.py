@@ -4,6 +4,7 @@ over HTTP, and the child stops with the server — also when the server is kille
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -16,6 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from projections import registry
 from services.store.keys import KeyStore
 from tests.service.serving import alive, free_port, wait_for, wait_healthy
 from tests.service.streams import legal_table
@@ -67,6 +69,10 @@ def test_the_projector_runs_as_a_child_process_and_stops_with_the_server(
             return int(row[0]) if row else 0
 
         assert wait_for(settled, 300, "the child projector did not project the table") >= 1
+        # the child said it follows, and what: a line of its JSON log, beside the server's
+        lines = (folder / "serve.out").read_text().splitlines()
+        said = [line for line in lines if "projector_following" in line]
+        assert len(said) == 1 and json.loads(said[0])["models"] == list(registry.NAMES), said
     finally:
         serve.terminate()
         serve.wait(30)
